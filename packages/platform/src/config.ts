@@ -1,0 +1,78 @@
+/**
+ * Platform configuration: the only module that reads `process.env`. It is read once,
+ * validated and frozen; every other part receives the values it needs from here.
+ */
+import { resolve } from 'node:path'
+
+export interface Config {
+  readonly port: number
+  readonly host: string
+  /** `{base_url}`, e.g. http://localhost:8787 */
+  readonly baseUrl: URL
+  /** Host name the app origins hang under, e.g. "localhost" for tasks.localhost. */
+  readonly baseDomain: string
+  readonly dataDir: string
+  readonly databaseUrl: string | null
+  readonly production: boolean
+  readonly deployExamples: boolean
+  readonly examplesDir: string
+  readonly logLevel: 'debug' | 'info' | 'warn' | 'error'
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+function integer(name: string, raw: string | undefined, fallback: number): number {
+  if (raw === undefined || raw === '') return fallback
+  const value = Number(raw)
+  if (!Number.isInteger(value) || value < 0 || value > 65535) {
+    throw new ConfigError(`${name} must be a whole number from 0 to 65535, got "${raw}"`)
+  }
+  return value
+}
+
+function flag(name: string, raw: string | undefined, fallback: boolean): boolean {
+  if (raw === undefined || raw === '') return fallback
+  if (['1', 'true', 'yes'].includes(raw)) return true
+  if (['0', 'false', 'no'].includes(raw)) return false
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`)
+}
+
+/** Builds the configuration from an environment (defaults: `process.env`). */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const port = integer('PORT', env.PORT, 8787)
+  const rawBase = env.SERVICE_BASE_URL ?? `http://localhost:${port}`
+  let baseUrl: URL
+  try {
+    baseUrl = new URL(rawBase)
+  } catch {
+    throw new ConfigError(`SERVICE_BASE_URL must be an absolute URL, got "${rawBase}"`)
+  }
+  if (baseUrl.protocol !== 'http:' && baseUrl.protocol !== 'https:') {
+    throw new ConfigError('SERVICE_BASE_URL must use http or https')
+  }
+  if (baseUrl.pathname !== '/' || baseUrl.search || baseUrl.hash) {
+    throw new ConfigError('SERVICE_BASE_URL must be an origin without a path, e.g. https://example.com')
+  }
+  const databaseUrl = env.DATABASE_URL && env.DATABASE_URL.length > 0 ? env.DATABASE_URL : null
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://')
+  }
+  const logLevel = env.LOG_LEVEL ?? 'info'
+  if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be debug, info, warn or error, got "${logLevel}"`)
+  }
+  return Object.freeze({
+    port,
+    host: env.HOST ?? '127.0.0.1',
+    baseUrl,
+    baseDomain: baseUrl.hostname,
+    dataDir: resolve(env.SERVICE_DATA_DIR ?? '.service'),
+    databaseUrl,
+    production: env.NODE_ENV === 'production',
+    deployExamples: flag('SERVICE_DEPLOY_EXAMPLES', env.SERVICE_DEPLOY_EXAMPLES, true),
+    examplesDir: resolve(env.SERVICE_EXAMPLES_DIR ?? 'examples'),
+    logLevel: logLevel as Config['logLevel'],
+  })
+}

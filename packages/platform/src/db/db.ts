@@ -1,0 +1,45 @@
+/**
+ * The storage interface every feature uses. Two implementations: PGlite (embedded, the
+ * default) and a PostgreSQL server through the `postgres` driver. Both speak the same SQL;
+ * values come back the same way (int8 as number, timestamptz as Date, json/jsonb parsed).
+ */
+export type Row = Record<string, unknown>
+
+export interface Queryable {
+  /** One statement with bound parameters ($1, $2, ...). */
+  query<T extends Row = Row>(text: string, params?: readonly unknown[]): Promise<T[]>
+  /** A script of several statements without parameters (migrations). */
+  exec(script: string): Promise<void>
+}
+
+export interface Db extends Queryable {
+  readonly kind: 'pglite' | 'postgres'
+  /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>
+  /** Subscribes to a NOTIFY channel; resolves to the unsubscribe function. */
+  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>
+  notify(channel: string, payload: string): Promise<void>
+  /** Where the data lives, without credentials (for health and logs). */
+  describe(): string
+  close(): Promise<void>
+}
+
+/** The first row, or undefined. */
+export async function first<T extends Row>(
+  db: Queryable,
+  text: string,
+  params?: readonly unknown[],
+): Promise<T | undefined> {
+  const rows = await db.query<T>(text, params)
+  return rows[0]
+}
+
+/** Quotes an SQL identifier (schema, role, table, column). */
+export function ident(name: string): string {
+  return '"' + name.replace(/"/g, '""') + '"'
+}
+
+/** Quotes an SQL string literal (only for DDL where parameters are not allowed). */
+export function literal(value: string): string {
+  return "'" + value.replace(/'/g, "''") + "'"
+}

@@ -1,0 +1,52 @@
+/**
+ * Adapter: a PostgreSQL server through the `postgres` driver (DATABASE_URL). A pool of
+ * connections; LISTEN/NOTIFY on a dedicated connection the driver manages.
+ */
+import postgres from 'postgres'
+import type { Db, Queryable, Row } from './db.ts'
+
+export interface PostgresOptions {
+  url: string
+  maxConnections?: number
+}
+
+export function openPostgres(options: PostgresOptions): Db {
+  const sql = postgres(options.url, {
+    max: options.maxConnections ?? 10,
+    onnotice: () => {},
+    types: {
+      int8: { to: 20, from: [20], serialize: (v: unknown) => String(v), parse: (v: string) => Number(v) },
+    },
+    connection: { application_name: 'service-platform' },
+  })
+  const asQueryable = (target: postgres.Sql | postgres.TransactionSql): Queryable => ({
+    async query<T extends Row>(text: string, params: readonly unknown[] = []) {
+      const rows = await target.unsafe(text, params as postgres.ParameterOrJSON<never>[], {
+        prepare: params.length > 0,
+      })
+      return rows as unknown as T[]
+    },
+    async exec(script: string) {
+      await target.unsafe(script)
+    },
+  })
+  const url = new URL(options.url)
+  return {
+    kind: 'postgres',
+    ...asQueryable(sql),
+    async transaction(fn) {
+      return (await sql.begin((tx) => fn(asQueryable(tx)))) as Awaited<ReturnType<typeof fn>>
+    },
+    async listen(channel, onPayload) {
+      const subscription = await sql.listen(channel, onPayload)
+      return () => subscription.unlisten()
+    },
+    async notify(channel, payload) {
+      await sql.notify(channel, payload)
+    },
+    describe: () => `postgres://${url.hostname}:${url.port || 5432}${url.pathname}`,
+    async close() {
+      await sql.end({ timeout: 5 })
+    },
+  }
+}

@@ -1,0 +1,134 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { createTestDb, type TestDb, backend } from '../../test/test-db.ts'
+import { createNamespace, runAsRole, type Namespace } from './namespaces.ts'
+
+describe(`app namespaces isolate apps from each other and the platform (${backend})`, () => {
+  let t: TestDb
+  let a: Namespace
+  let b: Namespace
+
+  before(async () => {
+    t = await createTestDb()
+    const [org] = await t.db.query<{ id: string }>(
+      `insert into platform.organisations (name) values ('Acme') returning id`,
+    )
+    const [user] = await t.db.query<{ id: string }>(
+      `insert into platform.users (organisation_id, email) values ($1, 'o@acme.test') returning id`,
+      [org!.id],
+    )
+    const apps: Namespace[] = []
+    for (const slug of ['app-a', 'app-b']) {
+      const [app] = await t.db.query<{ id: string }>(
+        `insert into platform.apps (organisation_id, owner_id, slug, name, visibility)
+         values ($1, $2, $3, $3, 'private') returning id`,
+        [org!.id, user!.id, slug],
+      )
+      apps.push(await t.db.transaction((tx) => createNamespace(tx, { appId: app!.id, slug })))
+    }
+    ;[a, b] = apps as [Namespace, Namespace]
+    for (const ns of [a, b]) {
+      await runAsRole(t.db, { namespace: ns, role: 'owner' }, `
+        create table notes (id serial primary key, owner_id uuid, body text);
+        alter table notes enable row level security;
+        create policy own on notes using (owner_id = auth.uid() or auth.is_system())
+          with check (owner_id = auth.uid() or auth.is_system());
+        insert into notes (owner_id, body) values ('00000000-0000-0000-0000-000000000001', 'secret of ${ns.schemaName}');`)
+    }
+  })
+  after(() => t.cleanup())
+
+  const attempt = (ns: Namespace, role: 'owner' | 'user' | 'system', sql: string) =>
+    runAsRole(t.db, { namespace: ns, role }, sql, { params: [] }).then(
+      (value) => ({ ok: true as const, value }),
+      (error: Error) => ({ ok: false as const, message: error.message }),
+    )
+
+  test("an app's owner role cannot read another app's tables", async () => {
+    const result = await attempt(a, 'owner', `select to_jsonb(body) from ${b.schemaName}.notes`)
+    assert.equal(result.ok, false)
+    assert.match(result.ok ? '' : result.message, /permission denied for schema/)
+  })
+
+  for (const role of ['owner', 'user', 'system'] as const) {
+    test(`the ${role} role cannot read the platform schema`, async () => {
+      const result = await attempt(a, role, 'select to_jsonb(count(*)) from platform.users')
+      assert.equal(result.ok, false)
+      assert.match(result.ok ? '' : result.message, /permission denied for schema platform/)
+    })
+  }
+
+  for (const escape of [
+    'reset role',
+    'set role postgres',
+    'set session authorization default',
+    "select pg_catalog.set_config('role', 'none', false)",
+    "select pg_catalog.set_config('session_authorization', 'postgres', false)",
+  ]) {
+    test(`app SQL cannot climb back to the platform's session user with "${escape}"`, async () => {
+      const result = await attempt(a, 'owner', escape)
+      assert.equal(result.ok, false)
+      assert.match(result.ok ? '' : result.message, /cannot set parameter .* within security-definer function/)
+    })
+  }
+
+  test('app SQL cannot leave a poisoned search_path behind for the platform', async () => {
+    const [before] = await t.db.query<{ search_path: string }>('show search_path')
+    await runAsRole(t.db, { namespace: a, role: 'owner' }, `set search_path = ${a.schemaName}, pg_catalog`)
+    const [after] = await t.db.query<{ search_path: string }>('show search_path')
+    assert.equal(after!.search_path, before!.search_path)
+    assert.doesNotMatch(after!.search_path, /app_/)
+  })
+
+  test('row-level security applies to the user role by auth.uid()', async () => {
+    const mine = await runAsRole(t.db, { namespace: a, role: 'user' },
+      'select coalesce(jsonb_agg(body), $$[]$$) from notes', {
+        params: [],
+        claims: { sub: '00000000-0000-0000-0000-000000000001', role: 'authenticated' },
+      })
+    assert.deepEqual(mine, [`secret of ${a.schemaName}`])
+    const other = await runAsRole(t.db, { namespace: a, role: 'user' },
+      'select coalesce(jsonb_agg(body), $$[]$$) from notes', {
+        params: [],
+        claims: { sub: '00000000-0000-0000-0000-000000000002', role: 'authenticated' },
+      })
+    assert.deepEqual(other, [])
+  })
+
+  test('auth.is_system() is true for the system role only, whatever the claims say', async () => {
+    const forged = { sub: null, role: 'system', is_system: true }
+    assert.equal(await runAsRole(t.db, { namespace: a, role: 'user' }, 'select to_jsonb(auth.is_system())', { params: [], claims: forged }), false)
+    assert.equal(await runAsRole(t.db, { namespace: a, role: 'system' }, 'select to_jsonb(auth.is_system())', { params: [] }), true)
+    const sees = await runAsRole(t.db, { namespace: a, role: 'system' }, 'select to_jsonb(count(*)) from notes', { params: [] })
+    assert.equal(sees, 1)
+    assert.equal(await runAsRole(t.db, { namespace: a, role: 'system' }, 'select to_jsonb(auth.uid())', { params: [] }), null)
+  })
+
+  test('the user role cannot forge the system role through set_config', async () => {
+    const result = await runAsRole(t.db, { namespace: a, role: 'user' },
+      "select to_jsonb(pg_catalog.set_config('request.jwt.claims', '{\"role\":\"system\"}', true) is not null and auth.is_system())",
+      { params: [] })
+    assert.equal(result, false)
+  })
+
+  test('a deferred trigger fires as the app role, not as the platform at commit', async () => {
+    await runAsRole(t.db, { namespace: a, role: 'owner' }, `
+      create table seen (who text);
+      create function record_user() returns trigger language plpgsql as $f$
+        begin insert into seen values (current_user::text); return null; end $f$;
+      create constraint trigger late after insert on seen deferrable initially deferred
+        for each row when (new.who = 'go') execute function record_user();`)
+    await t.db.transaction((tx) =>
+      runAsRole(tx, { namespace: a, role: 'owner' }, "insert into seen values ('go')"))
+    const who = await runAsRole(t.db, { namespace: a, role: 'owner' },
+      "select jsonb_agg(who) from seen where who <> 'go'", { params: [] })
+    assert.deepEqual(who, [`${a.rolePrefix}_owner`])
+  })
+
+  test('one app cannot alter the wrapper that runs its SQL', async () => {
+    const result = await attempt(a, 'owner',
+      `alter function platform_exec.${a.rolePrefix}_owner(text, text, jsonb) security invoker`)
+    assert.equal(result.ok, false)
+    assert.match(result.ok ? '' : result.message, /permission denied for schema platform_exec/)
+  })
+})

@@ -1,0 +1,162 @@
+/**
+ * App namespaces in the database: one schema and three roles per app x environment x
+ * development namespace. The owner role runs the app's migrations and owns its tables;
+ * the user role serves signed-in and anonymous requests; the system role serves `system`
+ * Functions (`auth.is_system()` is true only for it). App SQL only ever runs through
+ * `runAsRole`, inside a per-role security-definer wrapper, so it cannot switch roles,
+ * reach another namespace or touch the platform schema.
+ */
+import { ident, type Queryable } from '../db/db.ts'
+import { randomHex } from '../lib/crypto.ts'
+
+export type NamespaceRole = 'owner' | 'user' | 'system'
+export const NAMESPACE_ROLES: readonly NamespaceRole[] = ['owner', 'user', 'system']
+
+export interface Namespace {
+  id: string
+  appId: string
+  environment: 'production' | 'development'
+  devName: string
+  schemaName: string
+  rolePrefix: string
+}
+
+interface NamespaceRow extends Record<string, unknown> {
+  id: string
+  app_id: string
+  environment: 'production' | 'development'
+  dev_name: string
+  schema_name: string
+  role_prefix: string
+}
+
+function fromRow(row: NamespaceRow): Namespace {
+  return {
+    id: row.id,
+    appId: row.app_id,
+    environment: row.environment,
+    devName: row.dev_name,
+    schemaName: row.schema_name,
+    rolePrefix: row.role_prefix,
+  }
+}
+
+export function roleName(namespace: Pick<Namespace, 'rolePrefix'>, role: NamespaceRole): string {
+  return `${namespace.rolePrefix}_${role}`
+}
+
+/** The schema an app namespace lives in, e.g. app_tasks or app_tasks__dev_alice. */
+export function schemaNameFor(slug: string, devName: string): string {
+  const base = 'app_' + slug.replace(/-/g, '_')
+  return devName ? `${base}__dev_${devName.replace(/-/g, '_')}` : base
+}
+
+export async function findNamespace(
+  db: Queryable,
+  appId: string,
+  environment: Namespace['environment'] = 'production',
+  devName = '',
+): Promise<Namespace | null> {
+  const rows = await db.query<NamespaceRow>(
+    `select id, app_id, environment, dev_name, schema_name, role_prefix
+       from platform.namespaces where app_id = $1 and environment = $2 and dev_name = $3`,
+    [appId, environment, devName],
+  )
+  return rows[0] ? fromRow(rows[0]) : null
+}
+
+/** SQL that creates the wrapper through which app SQL runs as one namespace role. */
+function wrapperSql(namespace: Namespace, role: NamespaceRole): string {
+  const fn = `platform_exec.${ident(roleName(namespace, role))}`
+  return `
+create function ${fn}(claims text, statement text, params jsonb) returns jsonb
+language plpgsql security definer
+set search_path = ${ident(namespace.schemaName)}, extensions
+as $wrapper$
+declare
+  result jsonb;
+begin
+  perform pg_catalog.set_config('request.jwt.claims', coalesce(claims, ''), true);
+  if params is null then
+    execute statement;
+  else
+    execute statement into result using params;
+  end if;
+  -- Deferred triggers fire now, as this role, not at commit as the platform.
+  set constraints all immediate;
+  -- Session settings app SQL changed (search_path and the like) must not outlive it.
+  reset all;
+  return result;
+end
+$wrapper$;
+alter function ${fn}(text, text, jsonb) owner to ${ident(roleName(namespace, role))};
+revoke all on function ${fn}(text, text, jsonb) from public;`
+}
+
+/** Creates the schema, roles, grants and wrappers of a new namespace (inside `tx`). */
+export async function createNamespace(
+  tx: Queryable,
+  options: { appId: string; slug: string; environment?: Namespace['environment']; devName?: string },
+): Promise<Namespace> {
+  const environment = options.environment ?? 'production'
+  const devName = options.devName ?? ''
+  const [row] = await tx.query<NamespaceRow>(
+    `insert into platform.namespaces (app_id, environment, dev_name, schema_name, role_prefix)
+     values ($1, $2, $3, $4, $5)
+     returning id, app_id, environment, dev_name, schema_name, role_prefix`,
+    [options.appId, environment, devName, schemaNameFor(options.slug, devName), `ns_${randomHex(6)}`],
+  )
+  const namespace = fromRow(row!)
+  const [owner, user, system] = NAMESPACE_ROLES.map((role) => ident(roleName(namespace, role)))
+  const schema = ident(namespace.schemaName)
+  await tx.exec(`
+create role ${owner} nologin noinherit;
+create role ${user} nologin noinherit;
+create role ${system} nologin noinherit;
+create schema ${schema} authorization ${owner};
+grant usage on schema ${schema} to ${user}, ${system};
+grant usage on schema auth, extensions to ${owner}, ${user}, ${system};
+alter default privileges for role ${owner} in schema ${schema}
+  grant select, insert, update, delete on tables to ${user}, ${system};
+alter default privileges for role ${owner} in schema ${schema}
+  grant usage, select on sequences to ${user}, ${system};
+${NAMESPACE_ROLES.map((role) => wrapperSql(namespace, role)).join('\n')}
+`)
+  return namespace
+}
+
+/** Removes a namespace's schema, wrappers, roles and row (inside `tx`). */
+export async function dropNamespace(tx: Queryable, namespace: Namespace): Promise<void> {
+  const roles = NAMESPACE_ROLES.map((role) => ident(roleName(namespace, role))).join(', ')
+  await tx.exec(`drop owned by ${roles} cascade; drop role ${roles};`)
+  await tx.query('delete from platform.namespaces where id = $1', [namespace.id])
+}
+
+export interface RunAsOptions {
+  /** `request.jwt.claims` for this statement (null: none). */
+  claims?: Record<string, unknown> | null
+  /**
+   * Bound values, readable in the statement as `$1` (one jsonb array). Omit for a script of
+   * several statements without a result (migrations).
+   */
+  params?: readonly unknown[]
+}
+
+/**
+ * Runs app SQL as one namespace role and returns the statement's single jsonb value (null
+ * for scripts). Call it inside the caller's transaction so a failure rolls everything back.
+ */
+export async function runAsRole(
+  db: Queryable,
+  target: { namespace: Namespace; role: NamespaceRole },
+  statement: string,
+  options: RunAsOptions = {},
+): Promise<unknown> {
+  const fn = `platform_exec.${ident(roleName(target.namespace, target.role))}`
+  const rows = await db.query<{ result: unknown }>(`select ${fn}($1, $2, $3::jsonb) as result`, [
+    options.claims ? JSON.stringify(options.claims) : null,
+    statement,
+    options.params === undefined ? null : JSON.stringify(options.params),
+  ])
+  return rows[0]?.result ?? null
+}

@@ -1,0 +1,87 @@
+/**
+ * The platform's one error class and its code catalog. Every failure a caller can act on
+ * is a `ServiceError` with a stable string code (the specification's codes spelled
+ * exactly), the HTTP status the code implies, a message a person can act on and optional
+ * details. `toErrorBody` is the single renderer; unknown errors never leak their text.
+ */
+
+/** Stable codes and the HTTP status each implies. */
+export const ERROR_CODES = {
+  BAD_REQUEST: 400,
+  VALIDATION_FAILED: 400,
+  BODY_TOO_LARGE: 413,
+  UNAUTHENTICATED: 401,
+  AUTH_REQUIRED: 401,
+  FORBIDDEN: 403,
+  APP_TOKEN_NOT_ALLOWED: 403,
+  NOT_FOUND: 404,
+  HOST_NOT_FOUND: 404,
+  APP_NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  CONFLICT: 409,
+  APP_SLUG_TAKEN: 409,
+  USER_EXISTS: 409,
+  DEPLOY_IN_PROGRESS: 409,
+  BUNDLE_INVALID: 422,
+  MANIFEST_INVALID: 422,
+  MANIFEST_APP_MISMATCH: 422,
+  MIGRATION_FAILED: 422,
+  MIGRATION_MODIFIED: 422,
+  APP_NOT_DEPLOYED: 503,
+  APP_NOT_ACTIVE: 503,
+  NOT_IMPLEMENTED: 501,
+  INTERNAL_ERROR: 500,
+} as const
+
+export type ErrorCode = keyof typeof ERROR_CODES
+
+export interface ServiceErrorOptions {
+  details?: unknown
+  cause?: unknown
+  /** Overrides the status implied by the code (rarely needed). */
+  status?: number
+}
+
+export class ServiceError extends Error {
+  override name = 'ServiceError'
+  readonly code: ErrorCode
+  readonly status: number
+  readonly details: unknown
+
+  constructor(code: ErrorCode, message: string, options: ServiceErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.code = code
+    this.status = options.status ?? ERROR_CODES[code]
+    this.details = options.details
+  }
+}
+
+/** A feature that is specified but not built yet fails with this, naming the feature. */
+export function notImplemented(feature: string): ServiceError {
+  return new ServiceError('NOT_IMPLEMENTED', `${feature} is not available on this platform yet`, {
+    details: { feature },
+  })
+}
+
+/** Normalises anything thrown into an Error, keeping the original as `cause`. */
+export function coerceError(thrown: unknown): Error {
+  if (thrown instanceof Error) return thrown
+  return new Error(typeof thrown === 'string' ? thrown : 'non-error value thrown', { cause: thrown })
+}
+
+export interface ErrorBody {
+  error: { code: string; message: string; details?: unknown }
+}
+
+/** Renders an error as the HTTP body and status; unknown errors become a generic 500. */
+export function toErrorBody(error: unknown): { status: number; body: ErrorBody } {
+  if (error instanceof ServiceError) {
+    const body: ErrorBody = { error: { code: error.code, message: error.message } }
+    if (error.details !== undefined) body.error.details = error.details
+    return { status: error.status, body }
+  }
+  return {
+    status: 500,
+    body: { error: { code: 'INTERNAL_ERROR', message: 'The platform failed to handle this request' } },
+  }
+}

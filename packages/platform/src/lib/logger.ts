@@ -1,0 +1,39 @@
+/**
+ * Structured logging: one JSON line per event on stderr. Secret values never reach a log
+ * line: callers pass fields, and `redact` replaces known secret values wherever they occur.
+ */
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error'
+
+export interface Logger {
+  debug(message: string, fields?: Record<string, unknown>): void
+  info(message: string, fields?: Record<string, unknown>): void
+  warn(message: string, fields?: Record<string, unknown>): void
+  error(message: string, fields?: Record<string, unknown>): void
+}
+
+const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 }
+
+export function createLogger(options: {
+  level: LogLevel
+  write?: (line: string) => void
+}): Logger {
+  const write = options.write ?? ((line: string) => process.stderr.write(line + '\n'))
+  const min = ORDER[options.level]
+  const emit = (level: LogLevel) => (message: string, fields?: Record<string, unknown>) => {
+    if (ORDER[level] < min) return
+    write(JSON.stringify({ time: new Date().toISOString(), level, message, ...fields }))
+  }
+  return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') }
+}
+
+/** A logger that drops everything (tests that do not inspect logs). */
+export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} }
+
+/** Replaces every occurrence of each secret value in a text. */
+export function redact(text: string, secrets: Iterable<string>): string {
+  let out = text
+  for (const secret of secrets) {
+    if (secret.length >= 4) out = out.split(secret).join('[redacted]')
+  }
+  return out
+}

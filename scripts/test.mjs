@@ -1,0 +1,31 @@
+// Runs the whole test suite with Node's test runner (TypeScript through tsx).
+// Usage: npm test [-- <substring> ...]   e.g. npm test -- manifest deploy
+// Test files are every *.test.ts below packages/ and examples/.
+import { readdirSync, statSync } from 'node:fs'
+import { join, relative } from 'node:path'
+import { spawnSync } from 'node:child_process'
+
+const root = new URL('..', import.meta.url).pathname
+const filters = process.argv.slice(2)
+
+function walk(dir, out) {
+  for (const name of readdirSync(dir)) {
+    if (name === 'node_modules' || name.startsWith('.')) continue
+    const path = join(dir, name)
+    if (statSync(path).isDirectory()) walk(path, out)
+    else if (name.endsWith('.test.ts')) out.push(relative(root, path))
+  }
+  return out
+}
+
+const files = ['packages', 'examples'].flatMap((d) => walk(join(root, d), []))
+  .filter((f) => filters.length === 0 || filters.some((s) => f.includes(s)))
+  .sort()
+if (files.length === 0) {
+  console.error(`no test files match ${filters.join(' ')}`)
+  process.exit(1)
+}
+const result = spawnSync(process.execPath, [
+  '--import', 'tsx', '--test', '--test-concurrency=2', '--test-reporter=spec', ...files,
+], { cwd: root, stdio: 'inherit', env: { ...process.env, NODE_ENV: 'test' } })
+process.exit(result.status ?? 1)
