@@ -17,6 +17,8 @@ export interface Config {
   readonly deployExamples: boolean
   readonly examplesDir: string
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error'
+  /** SERVICE_OPERATOR_KEY; null means the key file in the data directory. */
+  readonly operatorKey: string | null
 }
 
 export class ConfigError extends Error {
@@ -74,5 +76,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     deployExamples: flag('SERVICE_DEPLOY_EXAMPLES', env.SERVICE_DEPLOY_EXAMPLES, true),
     examplesDir: resolve(env.SERVICE_EXAMPLES_DIR ?? 'examples'),
     logLevel: logLevel as Config['logLevel'],
+    operatorKey: env.SERVICE_OPERATOR_KEY || null,
   })
 }

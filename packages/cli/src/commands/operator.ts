@@ -1,0 +1,40 @@
+/**
+ * `service operator create-user`: the operator creates a confirmed user in a company and
+ * receives its owner API token once. The operator key comes from SERVICE_OPERATOR_KEY or
+ * the platform's data directory (SERVICE_DATA_DIR, default ./.service).
+ */
+import { existsSync, readFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import type { Client } from '../client.ts'
+import type { Io } from '../main.ts'
+
+function operatorKey(io: Io): string | null {
+  if (io.env.SERVICE_OPERATOR_KEY) return io.env.SERVICE_OPERATOR_KEY
+  const path = join(resolve(io.env.SERVICE_DATA_DIR ?? '.service'), 'operator-key')
+  return existsSync(path) ? readFileSync(path, 'utf8').trim() : null
+}
+
+export async function createUserCommand(
+  io: Io,
+  client: Client,
+  options: { email: string | undefined; company: string | undefined; admin: boolean; platformAdmin: boolean },
+): Promise<number> {
+  if (!options.email || !options.company) {
+    io.err('usage: service operator create-user --email <email> --company <name> [--admin] [--platform-admin]')
+    return 2
+  }
+  const key = operatorKey(io)
+  if (!key) {
+    io.err('error OPERATOR_KEY_MISSING: set SERVICE_OPERATOR_KEY or SERVICE_DATA_DIR to the platform\'s data directory')
+    return 1
+  }
+  const result = await client.call<{ user: { id: string; email: string; organisationRole: string }; token: string }>(
+    'POST', '/v1/operator/users',
+    { email: options.email, company: options.company, admin: options.admin, platformAdmin: options.platformAdmin },
+    key)
+  io.out(`created ${result.user.email} (${result.user.organisationRole} of ${options.company})`)
+  io.out('owner API token (shown once; keep it in a secret manager):')
+  io.out(result.token)
+  io.out('use it with: export SERVICE_TOKEN=<the token above>')
+  return 0
+}

@@ -1,0 +1,136 @@
+/**
+ * Apps: a slug (its origin is `<slug>.<base domain>`), a visibility, an owner in one
+ * organisation, a status and the release that serves. Owners see and manage their own apps;
+ * an app someone may not see answers exactly like one that does not exist.
+ */
+import { first, type Queryable } from '../db/db.ts'
+import { ServiceError } from '../lib/errors.ts'
+import type { User } from '../identity/users.ts'
+
+export type Visibility = 'public' | 'private'
+export type AppStatus = 'active' | 'paused' | 'suspended' | 'archived'
+
+export interface App {
+  id: string
+  organisationId: string
+  ownerId: string
+  slug: string
+  name: string
+  visibility: Visibility
+  status: AppStatus
+  activeReleaseId: string | null
+  createdAt: Date
+  updatedAt: Date
+}
+
+interface AppRow extends Record<string, unknown> {
+  id: string
+  organisation_id: string
+  owner_id: string
+  slug: string
+  name: string
+  visibility: Visibility
+  status: AppStatus
+  active_release_id: string | null
+  created_at: Date
+  updated_at: Date
+}
+
+const APP_COLUMNS = 'id, organisation_id, owner_id, slug, name, visibility, status, active_release_id, created_at, updated_at'
+
+function fromRow(row: AppRow): App {
+  return {
+    id: row.id,
+    organisationId: row.organisation_id,
+    ownerId: row.owner_id,
+    slug: row.slug,
+    name: row.name,
+    visibility: row.visibility,
+    status: row.status,
+    activeReleaseId: row.active_release_id,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  }
+}
+
+export const SLUG_PATTERN = /^[a-z][a-z0-9-]{1,38}[a-z0-9]$/
+/** Host labels the platform itself uses under the base domain. */
+export const RESERVED_SLUGS: ReadonlySet<string> = new Set([
+  'auth', 'api', 'www', 'admin', 'dashboard', 'mail', 'mcp', 'static', 'cdn', 'status', 'docs',
+])
+
+export function checkSlug(slug: unknown): string {
+  if (typeof slug !== 'string' || !SLUG_PATTERN.test(slug) || slug.includes('--')) {
+    throw new ServiceError('VALIDATION_FAILED',
+      'slug must be 3 to 40 lowercase letters, digits or single hyphens, starting with a letter', {
+        details: { field: 'slug' },
+      })
+  }
+  if (RESERVED_SLUGS.has(slug)) {
+    throw new ServiceError('VALIDATION_FAILED', `slug "${slug}" is reserved by the platform`, { details: { field: 'slug' } })
+  }
+  return slug
+}
+
+export function checkVisibility(value: unknown): Visibility {
+  if (value !== 'public' && value !== 'private') {
+    throw new ServiceError('VALIDATION_FAILED', 'visibility must be "public" or "private"', { details: { field: 'visibility' } })
+  }
+  return value
+}
+
+export async function createApp(
+  db: Queryable,
+  owner: User,
+  input: { slug: string; name?: string | undefined; visibility: Visibility },
+): Promise<App> {
+  const slug = checkSlug(input.slug)
+  const name = (input.name ?? slug).trim()
+  if (name.length < 1 || name.length > 80) {
+    throw new ServiceError('VALIDATION_FAILED', 'name must be 1 to 80 characters', { details: { field: 'name' } })
+  }
+  const rows = await db.query<AppRow>(
+    `insert into platform.apps (organisation_id, owner_id, slug, name, visibility)
+     values ($1, $2, $3, $4, $5) on conflict (slug) do nothing returning ${APP_COLUMNS}`,
+    [owner.organisationId, owner.id, slug, name, checkVisibility(input.visibility)],
+  )
+  if (!rows[0]) throw new ServiceError('APP_SLUG_TAKEN', `an app with the slug "${slug}" already exists`)
+  return fromRow(rows[0])
+}
+
+export async function listAppsOwnedBy(db: Queryable, user: User): Promise<App[]> {
+  const rows = await db.query<AppRow>(
+    `select ${APP_COLUMNS} from platform.apps where owner_id = $1 order by created_at, slug limit 1000`, [user.id])
+  return rows.map(fromRow)
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** An app the user owns, by id or slug; APP_NOT_FOUND otherwise (also for others' apps). */
+export async function getOwnedApp(db: Queryable, user: User, idOrSlug: string): Promise<App> {
+  const column = UUID.test(idOrSlug) ? 'id' : 'slug'
+  const row = await first<AppRow>(db,
+    `select ${APP_COLUMNS} from platform.apps where ${column} = $1 and owner_id = $2`, [idOrSlug, user.id])
+  if (!row) throw new ServiceError('APP_NOT_FOUND', `no app "${idOrSlug}" among your apps`)
+  return fromRow(row)
+}
+
+export async function findAppBySlug(db: Queryable, slug: string): Promise<App | null> {
+  const row = await first<AppRow>(db, `select ${APP_COLUMNS} from platform.apps where slug = $1`, [slug])
+  return row ? fromRow(row) : null
+}
+
+/** Public shape of an app in API responses. */
+export function appView(app: App, appUrl: string) {
+  return {
+    id: app.id,
+    slug: app.slug,
+    name: app.name,
+    visibility: app.visibility,
+    status: app.status,
+    activeReleaseId: app.activeReleaseId,
+    url: appUrl,
+    createdAt: app.createdAt.toISOString(),
+    updatedAt: app.updatedAt.toISOString(),
+  }
+}

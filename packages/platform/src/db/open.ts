@@ -1,0 +1,11 @@
+/** Opens the configured storage: PostgreSQL when DATABASE_URL is set, else PGlite on disk. */
+import { join } from 'node:path'
+import type { Config } from '../config.ts'
+import type { Db } from './db.ts'
+import { openPglite } from './pglite.ts'
+import { openPostgres } from './postgres.ts'
+
+export async function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir'>): Promise<Db> {
+  if (config.databaseUrl) return openPostgres({ url: config.databaseUrl })
+  return openPglite({ dataDir: join(config.dataDir, 'pgdata') })
+}

@@ -1,0 +1,224 @@
+/**
+ * Deploys: validate a bundle, then in ONE transaction create the app's namespace when it is
+ * new, run the bundle's new SQL migrations in order as the app's owner role, store the
+ * release and its files, and make it the active release. Any failure rolls all of it back:
+ * the previous release stays active and serving, and no half-applied migration remains.
+ */
+import type { Db, Queryable } from '../db/db.ts'
+import { databaseError, lineAndColumn } from '../db/errors.ts'
+import type { Clock } from '../lib/clock.ts'
+import { ServiceError } from '../lib/errors.ts'
+import type { App } from '../apps/apps.ts'
+import type { User } from '../identity/users.ts'
+import { PLATFORM_SDK_VERSION, validateManifest, type Manifest } from '../manifest/index.ts'
+import { readBundle, type Bundle, type Migration } from './bundle.ts'
+import { createNamespace, findNamespace, runAsRole, type Namespace } from './namespaces.ts'
+
+export interface Release {
+  id: string
+  appId: string
+  version: number
+  status: 'active' | 'superseded'
+  sdkVersion: string
+  bundleSha256: string
+  bundleSize: number
+  createdAt: Date
+  activatedAt: Date
+}
+
+export interface DeployResult {
+  release: Release
+  migrationsApplied: string[]
+  warnings: unknown[]
+}
+
+interface ReleaseRow extends Record<string, unknown> {
+  id: string
+  app_id: string
+  version: number
+  status: 'active' | 'superseded'
+  sdk_version: string
+  bundle_sha256: string
+  bundle_size: number
+  created_at: Date
+  activated_at: Date
+}
+
+const RELEASE_COLUMNS = 'id, app_id, version, status, sdk_version, bundle_sha256, bundle_size, created_at, activated_at'
+
+function releaseFromRow(row: ReleaseRow): Release {
+  return {
+    id: row.id,
+    appId: row.app_id,
+    version: row.version,
+    status: row.status,
+    sdkVersion: row.sdk_version,
+    bundleSha256: row.bundle_sha256,
+    bundleSize: row.bundle_size,
+    createdAt: row.created_at,
+    activatedAt: row.activated_at,
+  }
+}
+
+export function releaseView(release: Release) {
+  return {
+    id: release.id,
+    version: release.version,
+    status: release.status,
+    sdkVersion: release.sdkVersion,
+    bundleSha256: release.bundleSha256,
+    bundleSize: release.bundleSize,
+    createdAt: release.createdAt.toISOString(),
+    activatedAt: release.activatedAt.toISOString(),
+  }
+}
+
+/** Integrations that other active apps of the organisation publish (for manifest checks). */
+async function publishedIntegrations(db: Queryable, app: App) {
+  const rows = await db.query<{ slug: string; integration: Manifest['provides'] extends infer P ? P : never }>(
+    `select a.slug, r.manifest -> 'provides' -> 'integration' as integration
+       from platform.apps a join platform.releases r on r.id = a.active_release_id
+      where a.organisation_id = $1 and a.id <> $2 and a.status = 'active'
+        and r.manifest -> 'provides' -> 'integration' is not null`,
+    [app.organisationId, app.id],
+  )
+  const published = new Map<string, { appSlug: string; capabilities: string[]; eventTypes: string[] }>()
+  for (const row of rows) {
+    const integration = row.integration as unknown as {
+      name: string
+      capabilities?: { name: string }[]
+      events?: { type: string }[]
+    }
+    published.set(integration.name, {
+      appSlug: row.slug,
+      capabilities: (integration.capabilities ?? []).map((c) => c.name),
+      eventTypes: (integration.events ?? []).map((e) => e.type),
+    })
+  }
+  return published
+}
+
+/** Checks the bundle and its manifest without touching anything. */
+export async function checkBundle(db: Queryable, app: App, body: unknown) {
+  const bundle = readBundle(body)
+  const result = validateManifest(bundle.manifestText, {
+    files: new Set(bundle.files.map((f) => f.path)),
+    publishedIntegrations: await publishedIntegrations(db, app),
+    platformSdkVersion: PLATFORM_SDK_VERSION,
+  })
+  if (!result.manifest || result.errors.length > 0) {
+    throw new ServiceError('MANIFEST_INVALID',
+      `service.yaml has ${result.errors.length} problem${result.errors.length === 1 ? '' : 's'}`, {
+        details: { errors: result.errors, warnings: result.warnings },
+      })
+  }
+  if (result.manifest.app.id !== app.slug) {
+    throw new ServiceError('MANIFEST_APP_MISMATCH',
+      `service.yaml declares app.id "${result.manifest.app.id}" but this deploy targets "${app.slug}"`)
+  }
+  return { bundle, manifest: result.manifest, warnings: result.warnings }
+}
+
+async function applyMigrations(tx: Queryable, namespace: Namespace, migrations: Migration[], releaseId: string) {
+  const applied = new Map(
+    (await tx.query<{ name: string; sha256: string }>(
+      'select name, sha256 from platform.app_migrations where namespace_id = $1', [namespace.id],
+    )).map((row) => [row.name, row.sha256]),
+  )
+  const ran: string[] = []
+  for (const migration of migrations) {
+    const key = `${String(migration.version).padStart(4, '0')}_${migration.name}`
+    const previous = applied.get(key)
+    if (previous !== undefined) {
+      if (previous !== migration.sha256) {
+        throw new ServiceError('MIGRATION_MODIFIED',
+          `migration ${key}.sql was already applied and has changed since; add a new migration instead`,
+          { details: { migration: `${key}.sql` } })
+      }
+      continue
+    }
+    try {
+      await runAsRole(tx, { namespace, role: 'owner' }, migration.sql)
+    } catch (error) {
+      const info = databaseError(error)
+      if (!info) throw error
+      const offset = info.internalPosition ?? info.position
+      throw new ServiceError('MIGRATION_FAILED', `migration ${key}.sql failed: ${info.message}`, {
+        cause: error,
+        details: {
+          migration: `database/migrations/${key}.sql`,
+          sqlState: info.sqlState,
+          message: info.message,
+          ...(info.detail ? { detail: info.detail } : {}),
+          ...(info.hint ? { hint: info.hint } : {}),
+          ...(offset && info.internalPosition ? lineAndColumn(migration.sql, offset) : {}),
+        },
+      })
+    }
+    await tx.query(
+      'insert into platform.app_migrations (namespace_id, name, sha256, release_id) values ($1, $2, $3, $4)',
+      [namespace.id, key, migration.sha256, releaseId],
+    )
+    ran.push(`${key}.sql`)
+  }
+  return ran
+}
+
+export interface DeployDeps {
+  db: Db
+  clock: Clock
+}
+
+/** Validates and activates a bundle as the app's new release. */
+export async function deployBundle(
+  deps: DeployDeps,
+  input: { app: App; user: User | null; body: unknown },
+): Promise<DeployResult> {
+  const { bundle, manifest, warnings } = await checkBundle(deps.db, input.app, input.body)
+  const result = await deps.db.transaction(async (tx) => {
+    // One deploy per app at a time; others wait here.
+    await tx.query('select pg_advisory_xact_lock(hashtext($1))', [`deploy:${input.app.id}`])
+    const namespace = (await findNamespace(tx, input.app.id))
+      ?? (await createNamespace(tx, { appId: input.app.id, slug: input.app.slug }))
+    const now = deps.clock.now()
+    await tx.query(`update platform.releases set status = 'superseded' where app_id = $1 and status = 'active'`, [input.app.id])
+    const [row] = await tx.query<ReleaseRow>(
+      `insert into platform.releases
+         (app_id, version, status, manifest, manifest_text, sdk_version, bundle_sha256, bundle_size, created_by, created_at, activated_at)
+       values ($1, (select coalesce(max(version), 0) + 1 from platform.releases where app_id = $1), 'active',
+               $2::jsonb, $3, $4, $5, $6, $7, $8, $8)
+       returning ${RELEASE_COLUMNS}`,
+      [input.app.id, JSON.stringify(manifest), bundle.manifestText, manifest.runtime.sdk.version,
+        bundle.sha256, bundle.size, input.user?.id ?? null, now],
+    )
+    const release = releaseFromRow(row!)
+    const migrationsApplied = await applyMigrations(tx, namespace, bundle.migrations, release.id)
+    await storeFiles(tx, release.id, bundle)
+    await tx.query(
+      `update platform.apps set active_release_id = $2, updated_at = $3,
+              visibility = coalesce($4, visibility), name = coalesce($5, name)
+        where id = $1`,
+      [input.app.id, release.id, now, manifest.app.visibility ?? null, manifest.app.name ?? null],
+    )
+    return { release, migrationsApplied }
+  })
+  await deps.db.notify('platform_app_changed', input.app.id).catch(() => {})
+  return { ...result, warnings }
+}
+
+async function storeFiles(tx: Queryable, releaseId: string, bundle: Bundle) {
+  for (const file of bundle.files) {
+    await tx.query(
+      'insert into platform.release_files (release_id, path, content, size, sha256) values ($1, $2, $3, $4, $5)',
+      [releaseId, file.path, file.content, file.content.byteLength, file.sha256],
+    )
+  }
+}
+
+export async function listReleases(db: Queryable, appId: string, limit = 100): Promise<Release[]> {
+  const rows = await db.query<ReleaseRow>(
+    `select ${RELEASE_COLUMNS} from platform.releases where app_id = $1 order by version desc limit $2`,
+    [appId, Math.min(Math.max(limit, 1), 500)],
+  )
+  return rows.map(releaseFromRow)
+}

@@ -1,0 +1,49 @@
+/**
+ * Host routing. `{base_url}` is the control plane, `auth.<base domain>` the central sign-in,
+ * `<slug>.<base domain>` one app. Anything else is an unknown host.
+ */
+export type HostTarget =
+  | { kind: 'base' }
+  | { kind: 'auth' }
+  | { kind: 'app'; slug: string }
+  | { kind: 'unknown' }
+
+const DEFAULT_PORTS: Record<string, string> = { 'http:': '80', 'https:': '443' }
+
+export interface HostUrls {
+  base: string
+  auth: string
+  app(slug: string): string
+}
+
+/** The origins the platform answers on, derived from `{base_url}`. */
+export function hostUrls(baseUrl: URL): HostUrls {
+  const port = baseUrl.port ? `:${baseUrl.port}` : ''
+  const origin = (host: string) => `${baseUrl.protocol}//${host}${port}`
+  return {
+    base: origin(baseUrl.hostname),
+    auth: origin(`auth.${baseUrl.hostname}`),
+    app: (slug) => origin(`${slug}.${baseUrl.hostname}`),
+  }
+}
+
+export function classifyHost(hostHeader: string | undefined, baseUrl: URL): HostTarget {
+  if (!hostHeader) return { kind: 'unknown' }
+  let host: URL
+  try {
+    host = new URL(`${baseUrl.protocol}//${hostHeader}`)
+  } catch {
+    return { kind: 'unknown' }
+  }
+  const expectedPort = baseUrl.port || DEFAULT_PORTS[baseUrl.protocol]
+  const port = host.port || DEFAULT_PORTS[baseUrl.protocol]
+  if (port !== expectedPort) return { kind: 'unknown' }
+  const name = host.hostname.toLowerCase().replace(/\.$/, '')
+  const base = baseUrl.hostname.toLowerCase()
+  if (name === base || (base === 'localhost' && (name === '127.0.0.1' || name === '[::1]'))) return { kind: 'base' }
+  if (!name.endsWith(`.${base}`)) return { kind: 'unknown' }
+  const label = name.slice(0, -base.length - 1)
+  if (label === 'auth') return { kind: 'auth' }
+  if (/^[a-z][a-z0-9-]{1,38}[a-z0-9]$/.test(label)) return { kind: 'app', slug: label }
+  return { kind: 'unknown' }
+}

@@ -1,0 +1,56 @@
+/**
+ * The HTTP application: one Hono app per host kind (control plane, central sign-in, app
+ * origins) behind a dispatcher that routes on the Host header. Errors from every route
+ * render through one handler in the `{"error": {code, message, details?}}` shape.
+ */
+import { Hono, type Context } from 'hono'
+import type { Logger } from '../lib/logger.ts'
+import { ServiceError, toErrorBody } from '../lib/errors.ts'
+import { classifyHost } from './hosts.ts'
+
+export interface HostApps {
+  base: Hono<any>
+  auth: Hono<any>
+  app: Hono<any>
+}
+
+export function renderError(logger: Logger, production: boolean) {
+  return (error: Error, c: Context) => {
+    const { status, body } = toErrorBody(error)
+    if (!(error instanceof ServiceError)) {
+      logger.error('request failed', {
+        method: c.req.method,
+        path: new URL(c.req.url).pathname,
+        error: error.message,
+        ...(production ? {} : { stack: error.stack }),
+      })
+    }
+    return c.json(body, status as 400)
+  }
+}
+
+export function createHttpApp(deps: { baseUrl: URL; hosts: HostApps; logger: Logger; production: boolean }) {
+  const onError = renderError(deps.logger, deps.production)
+  const notFound = (c: Context) =>
+    c.json({ error: { code: 'NOT_FOUND', message: `no route for ${c.req.method} ${new URL(c.req.url).pathname}` } }, 404)
+  for (const app of Object.values(deps.hosts)) {
+    app.onError(onError)
+    app.notFound(notFound)
+  }
+  const root = new Hono()
+  root.onError(onError)
+  root.all('*', (c) => {
+    const target = classifyHost(c.req.header('host') ?? new URL(c.req.url).host, deps.baseUrl)
+    switch (target.kind) {
+      case 'base':
+        return deps.hosts.base.fetch(c.req.raw)
+      case 'auth':
+        return deps.hosts.auth.fetch(c.req.raw)
+      case 'app':
+        return deps.hosts.app.fetch(c.req.raw)
+      case 'unknown':
+        return c.json({ error: { code: 'HOST_NOT_FOUND', message: 'this platform does not serve that host' } }, 404)
+    }
+  })
+  return root
+}

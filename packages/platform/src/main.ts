@@ -1,0 +1,48 @@
+/**
+ * Starts the platform: configuration, storage (PGlite in SERVICE_DATA_DIR, or DATABASE_URL),
+ * platform migrations, the example apps on first start, the HTTP server; prints the URLs
+ * that matter, and shuts down gracefully (PGlite flushed to disk) on SIGINT/SIGTERM.
+ */
+import { serve } from '@hono/node-server'
+import { loadConfig } from './config.ts'
+import { openDatabase } from './db/open.ts'
+import { migratePlatform } from './db/migrate.ts'
+import { systemClock } from './lib/clock.ts'
+import { createLogger } from './lib/logger.ts'
+import { createPlatform } from './platform.ts'
+import { deployExamples } from './deploy/examples.ts'
+import { ensureOperatorKey } from './identity/operator-key.ts'
+
+const config = loadConfig()
+const logger = createLogger({ level: config.logLevel })
+const db = await openDatabase(config)
+await migratePlatform(db)
+const operatorKey = ensureOperatorKey(config)
+const platform = createPlatform({ config, db, clock: systemClock, logger, operatorKey: operatorKey.value })
+const examples = config.deployExamples
+  ? await deployExamples({ db, clock: systemClock, logger, dir: config.examplesDir })
+  : []
+
+const server = serve({ fetch: platform.fetch, port: config.port, hostname: config.host }, () => {
+  const lines = [
+    `service platform on ${platform.urls.base}  (storage: ${db.describe()})`,
+    `  health       ${platform.urls.base}/v1/health`,
+    `  sign-in      ${platform.urls.auth}`,
+    ...examples.map((e) => `  app ${e.slug.padEnd(8)} ${platform.urls.app(e.slug)}  (${e.visibility}${e.deployedNow ? ', deployed now' : ''})`),
+    `  operator key ${operatorKey.source}`,
+    `  first owner  npx service operator create-user --email you@example.com --company "Your company"`,
+  ]
+  console.log(lines.join('\n'))
+})
+
+let stopping = false
+async function shutdown(signal: string) {
+  if (stopping) return
+  stopping = true
+  logger.info('shutting down', { signal })
+  server.close()
+  await db.close()
+  process.exit(0)
+}
+process.on('SIGINT', () => void shutdown('SIGINT'))
+process.on('SIGTERM', () => void shutdown('SIGTERM'))

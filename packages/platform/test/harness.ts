@@ -1,0 +1,80 @@
+/**
+ * An in-process platform for integration tests: a test database, a manual clock, the real
+ * HTTP application called through `fetch(Request)`, and shortcuts for the operator and
+ * owner API calls most tests start with.
+ */
+import { createPlatform, type Platform } from '../src/platform.ts'
+import { ManualClock } from '../src/lib/clock.ts'
+import { silentLogger } from '../src/lib/logger.ts'
+import { newSecret } from '../src/lib/crypto.ts'
+import { createTestDb, type TestDb } from './test-db.ts'
+
+export const BASE = 'http://localhost:8787'
+
+export interface Harness {
+  t: TestDb
+  platform: Platform
+  clock: ManualClock
+  operatorKey: string
+  /** Sends a request to a host of the platform: base (default), auth, or an app slug. */
+  request(path: string, init?: RequestInit & { host?: string; token?: string; json?: unknown }): Promise<Response>
+  /** Creates a confirmed user in a company and returns its owner token. */
+  createOwner(email: string, company?: string): Promise<{ token: string; userId: string }>
+  close(): Promise<void>
+}
+
+export async function startHarness(existing?: TestDb): Promise<Harness> {
+  const t = existing ?? (await createTestDb())
+  const clock = new ManualClock('2026-11-21T12:00:00Z')
+  const operatorKey = newSecret('svc_operator_')
+  const platform = createPlatform({
+    config: { baseUrl: new URL(BASE), production: false },
+    db: t.db,
+    clock,
+    logger: silentLogger,
+    operatorKey,
+  })
+  const request: Harness['request'] = (path, init = {}) => {
+    const { host, token, json, ...rest } = init
+    const url = new URL(path, BASE)
+    if (host) url.host = `${host}.localhost:8787`
+    const headers = new Headers(rest.headers)
+    if (token) headers.set('authorization', `Bearer ${token}`)
+    if (json !== undefined) headers.set('content-type', 'application/json')
+    return platform.fetch(new Request(url, {
+      ...rest,
+      headers,
+      ...(json !== undefined ? { body: JSON.stringify(json), method: rest.method ?? 'POST' } : {}),
+    }))
+  }
+  return {
+    t,
+    platform,
+    clock,
+    operatorKey,
+    request,
+    async createOwner(email, company = 'Acme') {
+      const res = await request('/v1/operator/users', { token: operatorKey, json: { email, company } })
+      if (res.status !== 201) throw new Error(`create owner failed: ${res.status} ${await res.text()}`)
+      const body = (await res.json()) as { token: string; user: { id: string } }
+      return { token: body.token, userId: body.user.id }
+    },
+    close: () => t.cleanup(),
+  }
+}
+
+/** A bundle upload body from a map of path -> text content. */
+export function bundle(files: Record<string, string>): { files: { path: string; content: string }[] } {
+  return { files: Object.entries(files).map(([path, text]) => ({ path, content: Buffer.from(text).toString('base64') })) }
+}
+
+export function manifest(slug: string, extra = '', visibility: 'public' | 'private' = 'public'): string {
+  return `schemaVersion: 3
+app:
+  id: ${slug}
+  visibility: ${visibility}
+runtime:
+  sdk:
+    version: 2.6.0
+${extra}`
+}
