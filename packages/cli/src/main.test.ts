@@ -1,0 +1,126 @@
+import assert from 'node:assert/strict'
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { AddressInfo } from 'node:net'
+import { after, before, describe, test } from 'node:test'
+import { serve, type ServerType } from '@hono/node-server'
+import { startHarness, type Harness } from '../../platform/test/harness.ts'
+import { backend } from '../../platform/test/test-db.ts'
+import { main, type Io } from './main.ts'
+
+function capture(env: Record<string, string | undefined>) {
+  const out: string[] = []
+  const err: string[] = []
+  const io: Io = { out: (l) => out.push(l), err: (l) => err.push(l), env }
+  return { io, out, err }
+}
+
+function appDir(files: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-cli-'))
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(join(dir, path, '..'), { recursive: true })
+    writeFileSync(join(dir, path), text)
+  }
+  return dir
+}
+
+describe(`the service CLI over HTTP (${backend})`, () => {
+  let h: Harness
+  let server: ServerType
+  let env: Record<string, string>
+  before(async () => {
+    h = await startHarness()
+    server = await new Promise<ServerType>((resolve) => {
+      const s = serve({ fetch: (req) => {
+        // The harness platform serves localhost:8787; rewrite the Host the client used.
+        const url = new URL(req.url)
+        url.host = 'localhost:8787'
+        const headers = new Headers(req.headers)
+        headers.set('host', url.host)
+        return h.platform.fetch(new Request(url, { method: req.method, headers, body: req.body, duplex: 'half' } as RequestInit))
+      }, port: 0, hostname: '127.0.0.1' }, () => resolve(s))
+    })
+    const { port } = server.address() as AddressInfo
+    env = { SERVICE_URL: `http://127.0.0.1:${port}`, SERVICE_OPERATOR_KEY: h.operatorKey }
+  })
+  after(async () => {
+    server.close()
+    await h.close()
+  })
+
+  test('validate prints file:line:col code message for each problem and exits non-zero', async () => {
+    const dir = appDir({ 'service.yaml': 'schemaVersion: 3\napp:\n  id: demo\n  colour: red\nruntime:\n  sdk:\n    version: 2.3.0\n' })
+    const { io, err } = capture(env)
+    assert.equal(await main(['validate', dir], io), 1)
+    assert.match(err[0]!, new RegExp(`^${dir}/service\\.yaml:4:3 MANIFEST_UNKNOWN_FIELD `))
+  })
+
+  test('validate accepts the example app and exits 0', async () => {
+    const { io, out } = capture(env)
+    assert.equal(await main(['validate', new URL('../../../examples/tasks', import.meta.url).pathname], io), 0)
+    assert.match(out[0]!, /valid \(app tasks/)
+  })
+
+  test('validate reports a directory without a manifest', async () => {
+    const { io, err } = capture(env)
+    assert.equal(await main(['validate', appDir({ 'public/index.html': 'x' })], io), 1)
+    assert.match(err[0]!, /BUNDLE_MANIFEST_MISSING/)
+  })
+
+  test('operator create-user prints a token once; deploy, apps list and releases list use it', async () => {
+    const created = capture(env)
+    assert.equal(await main(['operator', 'create-user', '--email', 'cli@acme.test', '--company', 'Acme'], created.io), 0)
+    const token = created.out.find((l) => l.startsWith('svc_owner_'))
+    assert.ok(token)
+    const withToken = { ...env, SERVICE_TOKEN: token }
+
+    const dir = appDir({
+      'service.yaml': 'schemaVersion: 3\napp:\n  id: cli-demo\n  visibility: public\nruntime:\n  sdk:\n    version: 2.3.0\n',
+      'public/index.html': '<p>from the cli</p>',
+    })
+    const deployed = capture(withToken)
+    assert.equal(await main(['deploy', dir], deployed.io), 0, deployed.err.join('\n'))
+    assert.deepEqual(deployed.out, ['created app cli-demo', 'deployed cli-demo release 1: http://cli-demo.localhost:8787'])
+    assert.equal(await (await h.request('/', { host: 'cli-demo' })).text(), '<p>from the cli</p>')
+
+    const again = capture(withToken)
+    assert.equal(await main(['deploy', dir], again.io), 0)
+    assert.deepEqual(again.out, ['deployed cli-demo release 2: http://cli-demo.localhost:8787'])
+
+    const list = capture(withToken)
+    assert.equal(await main(['apps', 'list'], list.io), 0)
+    assert.match(list.out[0]!, /^cli-demo\s+public\s+active\s+http:\/\/cli-demo\.localhost:8787$/)
+
+    const releases = capture(withToken)
+    assert.equal(await main(['releases', 'list', 'cli-demo'], releases.io), 0)
+    assert.equal(releases.out.length, 2)
+    assert.match(releases.out[0]!, /^\s+2 active/)
+  })
+
+  test('a failed migration is printed with its file, line and SQLSTATE', async () => {
+    const created = capture(env)
+    await main(['operator', 'create-user', '--email', 'mig@acme.test', '--company', 'Acme'], created.io)
+    const token = created.out.find((l) => l.startsWith('svc_owner_'))!
+    const dir = appDir({
+      'service.yaml': 'schemaVersion: 3\napp:\n  id: broken\nruntime:\n  sdk:\n    version: 2.3.0\n',
+      'database/migrations/0001_bad.sql': 'create table ok (id int);\nselect * from missing_table;\n',
+    })
+    const run = capture({ ...env, SERVICE_TOKEN: token })
+    assert.equal(await main(['deploy', dir], run.io), 1)
+    assert.match(run.err.join('\n'), /error MIGRATION_FAILED/)
+    assert.match(run.err.join('\n'), /database\/migrations\/0001_bad\.sql:2:\d+ SQLSTATE 42P01/)
+  })
+
+  test('without a token the owner API refusal is printed, exit 1', async () => {
+    const { io, err } = capture(env)
+    assert.equal(await main(['apps', 'list'], io), 1)
+    assert.match(err[0]!, /^error UNAUTHENTICATED/)
+  })
+
+  test('an unknown command prints usage and exits 2', async () => {
+    const { io, err } = capture(env)
+    assert.equal(await main(['launch', 'rockets'], io), 2)
+    assert.match(err[0]!, /unknown command/)
+  })
+})
