@@ -3,7 +3,7 @@
 # DATABASE_URL on the last line. Installs Debian's PostgreSQL when it is missing.
 # Usage: eval "$(scripts/postgres-test-server.sh)"  (sets DATABASE_URL and PG_TEST_DIR)
 set -euo pipefail
-PORT="${PG_TEST_PORT:-55432}"
+PORT="${PG_TEST_PORT:-$(node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")}"
 
 find_bin() {
   local dir
