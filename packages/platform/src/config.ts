@@ -19,6 +19,14 @@ export interface Config {
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error'
   /** SERVICE_OPERATOR_KEY; null means the key file in the data directory. */
   readonly operatorKey: string | null
+  /** SERVICE_MASTER_KEY (base64, 32 bytes); null means the key file in the data directory. */
+  readonly masterKey: string | null
+  /** SMTP_URL (smtp:// or smtps://); null keeps mail in the development mailbox. */
+  readonly smtpUrl: string | null
+  /** SERVICE_MAIL_FROM, the From of every message. */
+  readonly mailFrom: string
+  /** SERVICE_REGISTRATION: whether an unknown address may create an account by signing in. */
+  readonly registration: boolean
 }
 
 export class ConfigError extends Error {
@@ -61,6 +69,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://')
   }
+  const smtpUrl = env.SMTP_URL && env.SMTP_URL.length > 0 ? env.SMTP_URL : null
+  if (smtpUrl && !/^smtps?:\/\//.test(smtpUrl)) throw new ConfigError('SMTP_URL must start with smtp:// or smtps://')
+  const production = env.NODE_ENV === 'production'
+  if (production && !smtpUrl) {
+    throw new ConfigError('production mode needs SMTP_URL: sign-in links are sent by email and the development mailbox is off')
+  }
   const logLevel = env.LOG_LEVEL ?? 'info'
   if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be debug, info, warn or error, got "${logLevel}"`)
@@ -72,10 +86,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     baseDomain: baseUrl.hostname,
     dataDir: resolve(env.SERVICE_DATA_DIR ?? '.service'),
     databaseUrl,
-    production: env.NODE_ENV === 'production',
+    production,
     deployExamples: flag('SERVICE_DEPLOY_EXAMPLES', env.SERVICE_DEPLOY_EXAMPLES, true),
     examplesDir: resolve(env.SERVICE_EXAMPLES_DIR ?? 'examples'),
     logLevel: logLevel as Config['logLevel'],
     operatorKey: env.SERVICE_OPERATOR_KEY || null,
+    masterKey: env.SERVICE_MASTER_KEY || null,
+    smtpUrl,
+    mailFrom: env.SERVICE_MAIL_FROM || `Service <no-reply@${baseUrl.hostname}>`,
+    registration: flag('SERVICE_REGISTRATION', env.SERVICE_REGISTRATION, true),
   })
 }

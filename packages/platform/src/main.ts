@@ -12,13 +12,15 @@ import { createLogger } from './lib/logger.ts'
 import { createPlatform } from './platform.ts'
 import { deployExamples } from './deploy/examples.ts'
 import { ensureOperatorKey } from './identity/operator-key.ts'
+import { loadMasterKey } from './lib/master-key.ts'
 
 const config = loadConfig()
 const logger = createLogger({ level: config.logLevel })
 const db = await openDatabase(config)
 await migratePlatform(db)
 const operatorKey = ensureOperatorKey(config)
-const platform = createPlatform({ config, db, clock: systemClock, logger, operatorKey: operatorKey.value })
+const masterKey = loadMasterKey({ dataDir: config.dataDir, fromEnv: config.masterKey })
+const platform = createPlatform({ config, db, clock: systemClock, logger, operatorKey: operatorKey.value, masterKey })
 const examples = config.deployExamples
   ? await deployExamples({ db, clock: systemClock, logger, dir: config.examplesDir })
   : []
@@ -27,7 +29,8 @@ const server = serve({ fetch: platform.fetch, port: config.port, hostname: confi
   const lines = [
     `service platform on ${platform.urls.base}  (storage: ${db.describe()})`,
     `  health       ${platform.urls.base}/v1/health`,
-    `  sign-in      ${platform.urls.auth}`,
+    `  sign-in      ${platform.urls.auth}/sign-in`,
+    ...(config.smtpUrl ? [] : [`  dev mailbox  ${platform.urls.base}/_dev/mail/view  (no SMTP_URL: mail stays here)`]),
     ...examples.map((e) => `  app ${e.slug.padEnd(8)} ${platform.urls.app(e.slug)}  (${e.visibility}${e.deployedNow ? ', deployed now' : ''})`),
     `  operator key ${operatorKey.source}`,
     `  first owner  npx service operator create-user --email you@example.com --company "Your company"`,

@@ -1,5 +1,5 @@
 /**
- * The composition root: builds every feature from (config, db, clock, logger) and wires
+ * The composition root: builds every feature from (config, db, clock, logger, keys) and wires
  * them into the HTTP application. Nothing here connects or listens; `main.ts` does that.
  */
 import { Hono } from 'hono'
@@ -7,23 +7,32 @@ import type { Config } from './config.ts'
 import type { Db } from './db/db.ts'
 import type { Clock } from './lib/clock.ts'
 import type { Logger } from './lib/logger.ts'
-import { notImplemented } from './lib/errors.ts'
+import { deriveKey } from './lib/master-key.ts'
 import { appRoutes } from './apps/routes.ts'
 import { deployRoutes } from './deploy/routes.ts'
+import { createMailer, devMailRoutes, type Mailer } from './email/index.ts'
 import { createFrontend } from './frontend/serve.ts'
 import { appEdge } from './http/app-edge.ts'
 import { classifyHost, hostUrls } from './http/hosts.ts'
 import { requireOwner, type OwnerEnv } from './http/owner-auth.ts'
 import { createHttpApp } from './http/server.ts'
+import type { AppSessionDeps } from './identity/app-sessions.ts'
+import { authRoutes } from './identity/auth-routes.ts'
+import { grantRoutes } from './identity/grant-routes.ts'
 import { meRoutes, operatorRoutes } from './identity/routes.ts'
 import { PLATFORM_SDK_VERSION } from './manifest/index.ts'
 
 export interface PlatformDeps {
-  config: Pick<Config, 'baseUrl' | 'production'>
+  config: Pick<Config, 'baseUrl' | 'production' | 'smtpUrl' | 'mailFrom' | 'registration'>
   db: Db
   clock: Clock
   logger: Logger
   operatorKey: string
+  masterKey: Uint8Array
+  /** Replaces the mailer (tests that inspect or fail delivery). */
+  mailer?: Mailer
+  /** Overrides how app sessions reach the central auth (tests of refresh failures). */
+  sessions?: Partial<Pick<AppSessionDeps, 'refresh' | 'refreshTimeoutMs'>>
 }
 
 export interface Platform {
@@ -35,26 +44,34 @@ export interface Platform {
 export function createPlatform(deps: PlatformDeps): Platform {
   const { db, clock, logger } = deps
   const urls = hostUrls(deps.config.baseUrl)
+  const cookies = { secure: deps.config.baseUrl.protocol === 'https:' }
+  const mailer = deps.mailer ?? createMailer({ db, clock, logger, smtpUrl: deps.config.smtpUrl, from: deps.config.mailFrom })
+  const jwtKey = deriveKey(deps.masterKey, 'access-token-jwt')
+  const sessions: AppSessionDeps = { db, clock, key: deriveKey(deps.masterKey, 'encryption'), ...deps.sessions }
 
   const base = new Hono()
   base.get('/v1/health', (c) =>
     c.json({ status: 'ok', storage: { kind: db.kind, location: db.describe() }, sdkVersion: PLATFORM_SDK_VERSION }))
   base.route('/v1/operator', operatorRoutes({ db, clock, operatorKey: deps.operatorKey }))
   base.route('/v1/me', meRoutes({ db, clock }))
+  base.route('/_dev/mail', devMailRoutes({ db, production: deps.config.production }))
   const owner = new Hono<OwnerEnv>()
   owner.use('*', requireOwner({ db, clock }))
   owner.route('/', appRoutes({ db, urls }))
   owner.route('/', deployRoutes({ db, clock }))
+  owner.route('/', grantRoutes({ db }))
   base.route('/v1/apps', owner)
 
-  const auth = new Hono()
-  auth.all('*', () => {
-    throw notImplemented('Central sign-in')
-  })
+  const auth = authRoutes({ db, clock, logger, mailer, urls, cookies, registration: deps.config.registration })
 
   const app = appEdge({
     db,
+    clock,
     frontend: createFrontend({ db }),
+    urls,
+    cookies,
+    jwtKey,
+    sessions,
     slugOf: (request) => {
       const target = classifyHost(request.headers.get('host') ?? new URL(request.url).host, deps.config.baseUrl)
       return target.kind === 'app' ? target.slug : ''

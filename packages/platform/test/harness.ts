@@ -7,6 +7,8 @@ import { createPlatform, type Platform } from '../src/platform.ts'
 import { ManualClock } from '../src/lib/clock.ts'
 import { silentLogger } from '../src/lib/logger.ts'
 import { newSecret } from '../src/lib/crypto.ts'
+import { randomBytes } from 'node:crypto'
+import type { PlatformDeps } from '../src/platform.ts'
 import { createTestDb, type TestDb } from './test-db.ts'
 
 export const BASE = 'http://localhost:8787'
@@ -23,12 +25,15 @@ export interface Harness {
   close(): Promise<void>
 }
 
-export async function startHarness(existing?: TestDb): Promise<Harness> {
+export async function startHarness(existing?: TestDb, overrides: Partial<Pick<PlatformDeps, 'mailer' | 'sessions'>> & { registration?: boolean } = {}): Promise<Harness> {
   const t = existing ?? (await createTestDb())
   const clock = new ManualClock('2026-11-21T12:00:00Z')
   const operatorKey = newSecret('svc_operator_')
   const platform = createPlatform({
-    config: { baseUrl: new URL(BASE), production: false },
+    config: { baseUrl: new URL(BASE), production: false, smtpUrl: null, mailFrom: 'Service <no-reply@localhost>', registration: overrides.registration ?? true },
+    masterKey: new Uint8Array(randomBytes(32)),
+    ...(overrides.mailer ? { mailer: overrides.mailer } : {}),
+    ...(overrides.sessions ? { sessions: overrides.sessions } : {}),
     db: t.db,
     clock,
     logger: silentLogger,

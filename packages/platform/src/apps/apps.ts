@@ -84,6 +84,9 @@ export async function createApp(
   owner: User,
   input: { slug: string; name?: string | undefined; visibility: Visibility },
 ): Promise<App> {
+  if (!owner.organisationId) {
+    throw new ServiceError('ORGANISATION_REQUIRED', 'set up your company or accept an invitation before creating apps')
+  }
   const slug = checkSlug(input.slug)
   const name = (input.name ?? slug).trim()
   if (name.length < 1 || name.length > 80) {

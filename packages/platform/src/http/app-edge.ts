@@ -1,18 +1,66 @@
 /**
- * The edge of every app origin: find the app, refuse what may not pass (unknown, not
- * deployed, not active, private without admission), then hand the request to the frontend
- * or a runtime API. Runtime APIs that are not built yet answer NOT_IMPLEMENTED by name.
+ * The edge of every app origin, in order: find the app and refuse an inactive one; serve
+ * the SDK and the brokered-session endpoints; identify the caller (app session cookie, or
+ * a bearer access token for this app); admit private apps (no identity: sign-in redirect
+ * for a browser page, 401 for an API; identity without access: 403); then the runtime APIs
+ * and the frontend. Runtime APIs not built yet answer NOT_IMPLEMENTED by name.
  */
-import { Hono } from 'hono'
+import { Hono, type Context, type MiddlewareHandler } from 'hono'
 import type { Db } from '../db/db.ts'
+import type { Clock } from '../lib/clock.ts'
 import { ServiceError, notImplemented } from '../lib/errors.ts'
 import { findAppBySlug, type App } from '../apps/apps.ts'
 import type { Frontend } from '../frontend/serve.ts'
+import type { HostUrls } from './hosts.ts'
+import { BROWSER_SDK_SOURCE } from '@service/browser-sdk'
+import { mintAccessToken, verifyAccessToken } from '../identity/access-tokens.ts'
+import { appSessionById, exchangeCode, resolveAppSession, signOutAppSession, type AppSessionDeps } from '../identity/app-sessions.ts'
+import { clearCookie, COOKIES, readCookie, writeCookie, type CookieOptions } from '../identity/cookies.ts'
+import { accessReason } from '../identity/grants.ts'
+import { page, escapeHtml } from '../identity/pages.ts'
+import type { User } from '../identity/users.ts'
 
-type EdgeEnv = { Variables: { app: App } }
+export interface Caller {
+  user: User | null
+  appSessionId: string | null
+  via: 'anonymous' | 'session' | 'access_token'
+}
 
-export function appEdge(deps: { db: Db; frontend: Frontend; slugOf: (request: Request) => string }) {
+type EdgeEnv = { Variables: { app: App; caller: Caller } }
+
+export interface EdgeDeps {
+  db: Db
+  clock: Clock
+  frontend: Frontend
+  urls: HostUrls
+  cookies: CookieOptions
+  jwtKey: Uint8Array
+  sessions: AppSessionDeps
+  slugOf: (request: Request) => string
+}
+
+function wantsPage(c: Context): boolean {
+  return (c.req.method === 'GET' || c.req.method === 'HEAD') && (c.req.header('accept') ?? '').includes('text/html')
+}
+
+function userView(user: User) {
+  return { id: user.id, email: user.email, ...(user.displayName ? { displayName: user.displayName } : {}) }
+}
+
+export function appEdge(deps: EdgeDeps) {
   const edge = new Hono<EdgeEnv>()
+  const origin = (app: App) => deps.urls.app(app.slug)
+  const signInRedirect = (app: App, returnTo: string) =>
+    `${deps.urls.auth}/authorize?app=${encodeURIComponent(app.slug)}&return_to=${encodeURIComponent(returnTo)}`
+
+  /** Same-origin check for state-changing SDK calls (a custom header cannot be sent cross-site without CORS). */
+  const sameOrigin = (c: Context<EdgeEnv>) => {
+    const sent = c.req.header('origin')
+    if ((sent && sent !== origin(c.var.app)) || c.req.header('x-service-sdk') !== '1') {
+      throw new ServiceError('FORBIDDEN', 'this endpoint answers same-origin SDK calls only')
+    }
+  }
+
   edge.use('*', async (c, next) => {
     const slug = deps.slugOf(c.req.raw)
     const app = await findAppBySlug(deps.db, slug)
@@ -20,13 +68,105 @@ export function appEdge(deps: { db: Db; frontend: Frontend; slugOf: (request: Re
     if (app.status !== 'active') {
       throw new ServiceError('APP_NOT_ACTIVE', `this app is ${app.status}`, { details: { status: app.status } })
     }
-    if (app.visibility === 'private') {
-      // Admission of private apps arrives with central sign-in; until then nothing passes.
-      throw new ServiceError('AUTH_REQUIRED', 'this app is private and sign-in is not available on this platform yet')
-    }
     c.set('app', app)
     await next()
   })
+
+  edge.get('/_service/sdk.js', () => new Response(BROWSER_SDK_SOURCE, {
+    headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' },
+  }))
+
+  edge.get('/_service/auth/callback', async (c) => {
+    const app = c.var.app
+    const result = await exchangeCode(deps.db, deps.clock, deps.sessions.key, { code: c.req.query('code') ?? '', appId: app.id })
+    if (!result) {
+      return page('Sign-in expired', `<h1>Sign-in link expired</h1><p><a href="${escapeHtml(signInRedirect(app, origin(app) + '/'))}">Sign in again</a></p>`, { status: 400 })
+    }
+    writeCookie(c, deps.cookies, {
+      name: COOKIES.appSession, value: result.cookie,
+      maxAgeSeconds: (result.appSession.expiresAt.getTime() - deps.clock.now().getTime()) / 1000,
+    })
+    const target = new URL(result.returnTo, origin(app))
+    return c.redirect(target.origin === origin(app) ? target.pathname + target.search + target.hash : '/', 303)
+  })
+
+  edge.get('/_service/auth/sign-in', (c) => {
+    const app = c.var.app
+    const referer = c.req.header('referer')
+    const back = referer && referer.startsWith(origin(app) + '/') ? referer : origin(app) + '/'
+    return c.redirect(signInRedirect(app, back), 302)
+  })
+
+  edge.post('/_service/auth/sign-out', async (c) => {
+    sameOrigin(c)
+    const signedOut = await signOutAppSession(deps.db, deps.clock, c.var.app.id, readCookie(c, COOKIES.appSession))
+    clearCookie(c, deps.cookies, COOKIES.appSession)
+    return c.json({ signedOut })
+  })
+
+  const identify: MiddlewareHandler<EdgeEnv> = async (c, next) => {
+    const app = c.var.app
+    const authorization = c.req.header('authorization')
+    if (authorization) {
+      const match = /^Bearer ([^\s]+)$/i.exec(authorization)
+      const claims = match ? await verifyAccessToken(deps.jwtKey, deps.clock, match[1]!, app.id) : null
+      const state = claims ? await appSessionById(deps.sessions, app.id, claims.sid) : { status: 'none' as const }
+      if (state.status !== 'active' || state.user.id !== claims!.sub) {
+        throw new ServiceError('AUTH_REQUIRED', 'the access token is not valid for this app')
+      }
+      c.set('caller', { user: state.user, appSessionId: state.appSession.id, via: 'access_token' })
+      return next()
+    }
+    const cookie = readCookie(c, COOKIES.appSession)
+    const state = await resolveAppSession(deps.sessions, app.id, cookie)
+    if (state.status === 'active') {
+      c.set('caller', { user: state.user, appSessionId: state.appSession.id, via: 'session' })
+    } else {
+      if (cookie) clearCookie(c, deps.cookies, COOKIES.appSession)
+      c.set('caller', { user: null, appSessionId: null, via: 'anonymous' })
+    }
+    return next()
+  }
+  edge.use('*', identify)
+
+  edge.get('/_service/auth/user', (c) => {
+    const user = c.var.caller.user
+    return c.json({ user: user ? userView(user) : null }, 200, { 'cache-control': 'no-store' })
+  })
+
+  edge.post('/_service/api/session', async (c) => {
+    const sent = c.req.header('origin')
+    if (sent && sent !== origin(c.var.app)) throw new ServiceError('FORBIDDEN', 'session tokens are issued to same-origin clients only')
+    const { user, appSessionId } = c.var.caller
+    if (!user || !appSessionId) throw new ServiceError('AUTH_REQUIRED', 'sign in to get a session token')
+    const state = await appSessionById(deps.sessions, c.var.app.id, appSessionId)
+    if (state.status !== 'active') throw new ServiceError('AUTH_REQUIRED', 'the session has ended')
+    const expiresAt = state.appSession.accessExpiresAt
+    const accessToken = await mintAccessToken(deps.jwtKey, deps.clock, {
+      userId: user.id, appId: c.var.app.id, appSessionId, email: user.email, expiresAt,
+    })
+    return c.json({ accessToken, tokenType: 'bearer', expiresAt: expiresAt.toISOString(), user: userView(user) }, 200,
+      { 'cache-control': 'no-store' })
+  })
+
+  edge.use('*', async (c, next) => {
+    const app = c.var.app
+    if (app.visibility === 'public') return next()
+    const user = c.var.caller.user
+    if (!user) {
+      if (wantsPage(c)) return c.redirect(signInRedirect(app, c.req.url.replace(/^[a-z]+:\/\/[^/]+/, origin(app))), 302)
+      throw new ServiceError('AUTH_REQUIRED', 'this app is private: sign in first')
+    }
+    if (!(await accessReason(deps.db, app, user))) {
+      if (wantsPage(c)) {
+        return page('No access', `<h1>No access</h1><p>You are signed in as <strong>${escapeHtml(user.email)}</strong>,
+          but this app has not been shared with you. Ask its owner for access.</p>`, { status: 403 })
+      }
+      throw new ServiceError('ACCESS_DENIED', 'your account has no access to this app')
+    }
+    return next()
+  })
+
   edge.all('/rest/v1/*', () => {
     throw notImplemented('The data API (/rest/v1)')
   })

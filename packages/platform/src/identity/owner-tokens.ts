@@ -35,7 +35,7 @@ export async function verifyOwnerToken(
   if (!token.startsWith(OWNER_TOKEN_PREFIX) || token.length > 200) return null
   const row = await first<Record<string, unknown>>(db,
     `select t.id as token_id, u.id, u.organisation_id, u.email, u.display_name, u.organisation_role,
-            u.is_platform_admin, u.email_confirmed_at
+            u.is_platform_admin, u.email_confirmed_at, u.confirmation_deadline, u.paused_at
        from platform.owner_tokens t join platform.users u on u.id = t.user_id
       where t.token_hash = $1 and t.revoked_at is null`, [sha256(token)])
   if (!row) return null

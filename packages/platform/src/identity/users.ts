@@ -8,25 +8,32 @@ import { ServiceError } from '../lib/errors.ts'
 
 export interface User {
   id: string
-  organisationId: string
+  /** Null until the person sets up a company or accepts an invitation. */
+  organisationId: string | null
   email: string
   displayName: string | null
   organisationRole: 'member' | 'admin'
   isPlatformAdmin: boolean
   emailConfirmedAt: Date | null
+  /** For unconfirmed accounts: when their apps pause unless the email is confirmed. */
+  confirmationDeadline: Date | null
+  pausedAt: Date | null
 }
 
 interface UserRow extends Record<string, unknown> {
   id: string
-  organisation_id: string
+  organisation_id: string | null
   email: string
   display_name: string | null
   organisation_role: 'member' | 'admin'
   is_platform_admin: boolean
   email_confirmed_at: Date | null
+  confirmation_deadline: Date | null
+  paused_at: Date | null
 }
 
-const USER_COLUMNS = 'id, organisation_id, email, display_name, organisation_role, is_platform_admin, email_confirmed_at'
+const USER_COLUMNS = `id, organisation_id, email, display_name, organisation_role, is_platform_admin,
+  email_confirmed_at, confirmation_deadline, paused_at`
 
 export function userFromRow(row: UserRow): User {
   return {
@@ -37,6 +44,8 @@ export function userFromRow(row: UserRow): User {
     organisationRole: row.organisation_role,
     isPlatformAdmin: row.is_platform_admin,
     emailConfirmedAt: row.email_confirmed_at,
+    confirmationDeadline: row.confirmation_deadline ?? null,
+    pausedAt: row.paused_at ?? null,
   }
 }
 
@@ -79,12 +88,14 @@ export async function ensureOrganisation(db: Queryable, name: string): Promise<{
 
 export interface CreateUserInput {
   email: string
-  organisationId: string
+  organisationId: string | null
   organisationRole?: 'member' | 'admin'
   isPlatformAdmin?: boolean
   displayName?: string | null
   /** Operator-created accounts are confirmed; self-registered ones are not. */
   confirmedAt?: Date | null
+  confirmationDeadline?: Date | null
+  passwordHash?: string | null
 }
 
 export async function createUser(db: Queryable, input: CreateUserInput): Promise<User> {
@@ -93,10 +104,12 @@ export async function createUser(db: Queryable, input: CreateUserInput): Promise
     throw new ServiceError('USER_EXISTS', `an account for ${email} already exists`)
   }
   const [row] = await db.query<UserRow>(
-    `insert into platform.users (organisation_id, email, display_name, organisation_role, is_platform_admin, email_confirmed_at)
-     values ($1, $2, $3, $4, $5, $6) returning ${USER_COLUMNS}`,
+    `insert into platform.users (organisation_id, email, display_name, organisation_role, is_platform_admin,
+       email_confirmed_at, confirmation_deadline, password_hash)
+     values ($1, $2, $3, $4, $5, $6, $7, $8) returning ${USER_COLUMNS}`,
     [input.organisationId, email, input.displayName ?? null, input.organisationRole ?? 'member',
-      input.isPlatformAdmin ?? false, input.confirmedAt ?? null],
+      input.isPlatformAdmin ?? false, input.confirmedAt ?? null, input.confirmationDeadline ?? null,
+      input.passwordHash ?? null],
   )
   return userFromRow(row!)
 }
