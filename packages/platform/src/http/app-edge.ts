@@ -80,7 +80,7 @@ export function appEdge(deps: EdgeDeps) {
     const app = c.var.app
     const result = await exchangeCode(deps.db, deps.clock, deps.sessions.key, { code: c.req.query('code') ?? '', appId: app.id })
     if (!result) {
-      return page('Sign-in expired', `<h1>Sign-in link expired</h1><p><a href="${escapeHtml(signInRedirect(app, origin(app) + '/'))}">Sign in again</a></p>`, { status: 400 })
+      return page(c, 'Sign-in expired', `<h1>Sign-in link expired</h1><p><a href="${escapeHtml(signInRedirect(app, origin(app) + '/'))}">Sign in again</a></p>`, { status: 400 })
     }
     writeCookie(c, deps.cookies, {
       name: COOKIES.appSession, value: result.cookie,
@@ -159,7 +159,7 @@ export function appEdge(deps: EdgeDeps) {
     }
     if (!(await accessReason(deps.db, app, user))) {
       if (wantsPage(c)) {
-        return page('No access', `<h1>No access</h1><p>You are signed in as <strong>${escapeHtml(user.email)}</strong>,
+        return page(c, 'No access', `<h1>No access</h1><p>You are signed in as <strong>${escapeHtml(user.email)}</strong>,
           but this app has not been shared with you. Ask its owner for access.</p>`, { status: 403 })
       }
       throw new ServiceError('ACCESS_DENIED', 'your account has no access to this app')

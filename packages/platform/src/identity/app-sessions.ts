@@ -112,7 +112,7 @@ export interface AppSessionDeps {
   clock: Clock
   key: Uint8Array
   /** The central auth's refresh (injectable so tests can make it fail or hang). */
-  refresh?: (tx: Queryable, token: string) => Promise<RefreshOutcome>
+  refresh?: (token: string) => Promise<RefreshOutcome>
   refreshTimeoutMs?: number
 }
 
@@ -143,36 +143,63 @@ export async function resolveAppSession(deps: AppSessionDeps, appId: string, coo
   return refreshAppSession(deps, row.app_session_id)
 }
 
+/** How long one request may hold the refresh of an app session before another may try. */
+const REFRESH_LEASE_MS = 15 * 1000
+
 async function refreshAppSession(deps: AppSessionDeps, appSessionId: string): Promise<AppSessionState> {
-  const refresh = deps.refresh ?? ((tx, token) => rotateRefreshToken(tx, deps.clock, token))
+  const { db, clock } = deps
+  const now = clock.now()
+  // Take the refresh lease while the access is still in its final minute; a request that
+  // cannot (another is refreshing, or just did) uses the access as it now stands.
+  const [leased] = await db.query<AppSessionRow>(
+    `update platform.app_sessions a set refreshing_until = $3
+       from platform.users u
+      where a.id = $1 and u.id = a.user_id and a.revoked_at is null and a.expires_at > $2
+        and (a.refreshing_until is null or a.refreshing_until <= $2)
+        and a.access_expires_at <= $4
+     returning ${APP_SESSION_USER}`,
+    [appSessionId, now, new Date(now.getTime() + REFRESH_LEASE_MS), new Date(now.getTime() + LIFETIMES.refreshWindowMs)])
+  if (!leased) {
+    const current = await first<AppSessionRow>(db,
+      `select ${APP_SESSION_USER} from platform.app_sessions a join platform.users u on u.id = a.user_id
+        where a.id = $1 and a.revoked_at is null and a.expires_at > $2 and a.access_expires_at > $2`, [appSessionId, now])
+    if (current) return stateFromRow(current)
+    throw new ServiceError('AUTH_UNAVAILABLE', 'this session is being refreshed; try again in a moment')
+  }
+  const refresh = deps.refresh ?? ((token: string) => db.transaction((tx) => rotateRefreshToken(tx, clock, token)))
+  // The central call runs outside any transaction of ours, so a slow central auth never
+  // holds a lock here. A result that arrives after the timeout is still stored, so the
+  // rotated token is never lost (presenting the old one later would read as a replay).
+  const outcome = refresh(decrypt(deps.key, REFRESH_PURPOSE, leased.refresh_token_enc))
+    .then((result) => storeRefresh(deps, leased, result))
   let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error('central auth refresh timed out')), deps.refreshTimeoutMs ?? 5000)
+  const timeout = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), deps.refreshTimeoutMs ?? 5000)
   })
   try {
-    return await Promise.race([timeout, deps.db.transaction(async (tx) => {
-      const now = deps.clock.now()
-      // Lock the app session: concurrent requests in the final minute refresh once.
-      const [row] = await tx.query<AppSessionRow>(
-        `select ${APP_SESSION_USER} from platform.app_sessions a join platform.users u on u.id = a.user_id
-          where a.id = $1 and a.revoked_at is null and a.expires_at > $2 for update of a`, [appSessionId, now])
-      if (!row) return { status: 'signed_out' as const }
-      if (row.access_expires_at.getTime() - now.getTime() > LIFETIMES.refreshWindowMs) return stateFromRow(row)
-      const outcome = await refresh(tx, decrypt(deps.key, REFRESH_PURPOSE, row.refresh_token_enc))
-      if (!outcome.ok) {
-        await tx.query('update platform.app_sessions set revoked_at = $2 where id = $1', [appSessionId, now])
-        return { status: 'signed_out' as const }
-      }
-      const accessExpiresAt = new Date(Math.min(now.getTime() + LIFETIMES.accessMs, row.app_session_expires_at.getTime()))
-      await tx.query('update platform.app_sessions set refresh_token_enc = $2, access_expires_at = $3 where id = $1',
-        [appSessionId, encrypt(deps.key, REFRESH_PURPOSE, outcome.refreshToken), accessExpiresAt])
-      return stateFromRow({ ...row, access_expires_at: accessExpiresAt })
-    })])
+    const result = await Promise.race([outcome, timeout])
+    if (result === 'timeout') throw new Error('central auth refresh timed out')
+    return result
   } catch (error) {
+    outcome.catch(() => {})
+    await db.query('update platform.app_sessions set refreshing_until = null where id = $1', [appSessionId]).catch(() => {})
     throw new ServiceError('AUTH_UNAVAILABLE', 'the sign-in service could not refresh this session; try again', { cause: error })
   } finally {
     clearTimeout(timer)
   }
+}
+
+async function storeRefresh(deps: AppSessionDeps, row: AppSessionRow, outcome: RefreshOutcome): Promise<AppSessionState> {
+  const now = deps.clock.now()
+  if (!outcome.ok) {
+    await deps.db.query('update platform.app_sessions set revoked_at = $2, refreshing_until = null where id = $1', [row.app_session_id, now])
+    return { status: 'signed_out' }
+  }
+  const accessExpiresAt = new Date(Math.min(now.getTime() + LIFETIMES.accessMs, row.app_session_expires_at.getTime()))
+  await deps.db.query(
+    'update platform.app_sessions set refresh_token_enc = $2, access_expires_at = $3, refreshing_until = null where id = $1',
+    [row.app_session_id, encrypt(deps.key, REFRESH_PURPOSE, outcome.refreshToken), accessExpiresAt])
+  return stateFromRow({ ...row, access_expires_at: accessExpiresAt })
 }
 
 /** Ends one browser's app session and the central session behind it. */

@@ -76,24 +76,24 @@ export function authRoutes(deps: AuthRouteDeps) {
 
   routes.onError((error, c) => {
     if (error instanceof ServiceError && error.status < 500) {
-      return page('Sign-in', `<h1>Something is not right</h1><p class="error">${escapeHtml(error.message)}</p>
+      return page(c, 'Sign-in', `<h1>Something is not right</h1><p class="error">${escapeHtml(error.message)}</p>
         <p><a href="/sign-in">Start again</a></p>`, { status: error.status })
     }
     deps.logger.error('sign-in request failed', { error: (error as Error).message })
-    return page('Sign-in', '<h1>Sign-in is unavailable</h1><p>Try again in a moment.</p>', { status: 503 })
+    return page(c, 'Sign-in', '<h1>Sign-in is unavailable</h1><p>Try again in a moment.</p>', { status: 503 })
   })
 
   routes.get('/', async (c) => {
     const active = await sessionFromCookie(db, clock, readCookie(c, COOKIES.session))
     if (!active) return c.redirect('/sign-in', 302)
-    return page('Signed in', `<h1>Signed in</h1><p>You are signed in as <strong>${escapeHtml(active.user.email)}</strong>.</p>
+    return page(c, 'Signed in', `<h1>Signed in</h1><p>You are signed in as <strong>${escapeHtml(active.user.email)}</strong>.</p>
       <form method="post" action="/sign-out">${hidden('csrf', csrfToken(c))}<button>Sign out</button></form>`)
   })
 
   routes.get('/sign-in', async (c) => {
     const next = safeContinue(c.req.query('continue'))
     if (await sessionFromCookie(db, clock, readCookie(c, COOKIES.session))) return c.redirect(next, 302)
-    return page('Sign in', `<h1>Sign in</h1>
+    return page(c, 'Sign in', `<h1>Sign in</h1>
       <form method="post" action="/sign-in">${hidden('csrf', csrfToken(c))}${hidden('continue', next)}
         <label for="email">Email address</label>
         <input id="email" name="email" type="email" autocomplete="email" required autofocus>
@@ -138,7 +138,7 @@ export function authRoutes(deps: AuthRouteDeps) {
 
   routes.get('/sign-in/wait', (c) => {
     const id = c.req.query('r') ?? ''
-    return page('Check your email', `<h1>Check your email</h1>
+    return page(c, 'Check your email', `<h1>Check your email</h1>
       <p>We sent you a sign-in link. Open it and approve; this window then continues by itself.</p>
       <p class="muted" id="state">Waiting for your approval…</p>
       <form method="post" action="/sign-in/claim" id="claim">${hidden('csrf', csrfToken(c))}${hidden('r', id)}
@@ -159,7 +159,7 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
     const values = await form(c)
     const request = await claimApproved(db, clock, values.r ?? '', readCookie(c, COOKIES.claim))
     if (!request) {
-      return page('Not approved yet', `<h1>Not approved yet</h1><p>Open the link we emailed you and press Approve, then continue here.</p>
+      return page(c, 'Not approved yet', `<h1>Not approved yet</h1><p>Open the link we emailed you and press Approve, then continue here.</p>
         <p><a href="/sign-in/wait?r=${escapeHtml(values.r ?? '')}">Back</a></p>`, { status: 409 })
     }
     const user = request.userId ? await findUserById(db, request.userId) : null
@@ -176,13 +176,13 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
     const id = c.req.query('r') ?? ''
     const secret = c.req.query('t') ?? ''
     const { state, request } = await inspectLink(db, clock, id, secret)
-    if (state !== 'valid' || !request) return linkProblem(state)
+    if (state !== 'valid' || !request) return linkProblem(c, state)
     const preview = await bindPreview(db, id)
     writeCookie(c, deps.cookies, {
       name: COOKIES.preview, value: preview, path: COOKIE_PATHS.preview, maxAgeSeconds: LIFETIMES.previewMs / 1000, sameSite: 'Strict',
     })
     const what = request.purpose === 'confirm_email' ? 'Confirm your email address' : 'Approve this sign-in'
-    return page(what, `<h1>${what}</h1>
+    return page(c, what, `<h1>${what}</h1>
       <p>For <strong>${escapeHtml(request.email)}</strong>, requested at ${escapeHtml(request.createdAt.toISOString().slice(11, 16))} UTC.</p>
       <p class="muted">If you did not ask for this, close this window.</p>
       <form method="post" action="/confirm">${hidden('r', id)}${hidden('t', secret)}<button>Approve</button></form>`)
@@ -198,11 +198,11 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
     clearCookie(c, deps.cookies, COOKIES.preview, COOKIE_PATHS.preview)
     if (!outcome.ok) {
       if (outcome.reason === 'preview_missing') {
-        return page('Open the link first', `<h1>Open the link in your browser</h1>
+        return page(c, 'Open the link first', `<h1>Open the link in your browser</h1>
           <p>For your safety, approval only works from the page the link opens. Open the link from your email again and press Approve.</p>`,
           { status: 403 })
       }
-      return linkProblem(outcome.reason)
+      return linkProblem(c, outcome.reason)
     }
     const request = outcome.request
     let user = request.userId ? await findUserById(db, request.userId) : null
@@ -217,7 +217,7 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
       await db.query('update platform.sessions set provisional = false where user_id = $1 and revoked_at is null', [user.id])
       await deps.onEmailConfirmed?.(user)
     }
-    return page('Confirmed', `<h1>Confirmed</h1><p>You may close this window. The window where you started continues by itself.</p>`)
+    return page(c, 'Confirmed', `<h1>Confirmed</h1><p>You may close this window. The window where you started continues by itself.</p>`)
   })
 
   routes.get('/authorize', async (c) => {
@@ -248,17 +248,17 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
     const active = await sessionFromCookie(db, clock, readCookie(c, COOKIES.session))
     if (active) await revokeSession(db, clock, active.session.id, 'signed_out')
     clearCookie(c, deps.cookies, COOKIES.session)
-    return page('Signed out', '<h1>Signed out</h1><p>This browser is signed out. Other browsers stay signed in.</p>')
+    return page(c, 'Signed out', '<h1>Signed out</h1><p>This browser is signed out. Other browsers stay signed in.</p>')
   })
 
   return routes
 }
 
-function linkProblem(state: string): Response {
+function linkProblem(c: Context, state: string): Response {
   const text = state === 'expired'
     ? 'This link has expired. Links work for 15 minutes; ask for a new one.'
     : state === 'used'
       ? 'This link was already used. Each link works once; ask for a new one if you still need to sign in.'
       : 'This link is not valid. Ask for a new one.'
-  return page('Link not valid', `<h1>Link not valid</h1><p>${text}</p><p><a href="/sign-in">Sign in</a></p>`, { status: 410 })
+  return page(c, 'Link not valid', `<h1>Link not valid</h1><p>${text}</p><p><a href="/sign-in">Sign in</a></p>`, { status: 410 })
 }

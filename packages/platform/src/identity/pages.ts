@@ -3,6 +3,9 @@
  * interpolated value escaped, no third-party assets. Each page is a function of its data.
  */
 
+import type { Context } from 'hono'
+import type { ContentfulStatusCode } from 'hono/utils/http-status'
+
 export function escapeHtml(value: string): string {
   return value.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!)
 }
@@ -14,20 +17,20 @@ input{width:100%;box-sizing:border-box;padding:.55rem;border:1px solid #c8ccd4;b
 button{margin-top:1rem;padding:.55rem 1.1rem;border:0;border-radius:.375rem;background:#2f5bea;color:#fff;font:inherit;cursor:pointer}
 .muted{color:#5b6475;font-size:.9rem}.error{color:#b42318}details{margin-top:1rem}`
 
-export function page(title: string, body: string, options: { status?: number; script?: string } = {}): Response {
+/**
+ * Renders a page through the request context, so cookies the handler set are sent with it.
+ */
+export function page(c: Context, title: string, body: string, options: { status?: number; script?: string } = {}): Response {
   const html = `<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="no-referrer">
 <title>${escapeHtml(title)}</title><style>${STYLE}</style></head><body><main>${body}</main>${
     options.script ? `<script>${options.script}</script>` : ''}</body></html>`
-  return new Response(html, {
-    status: options.status ?? 200,
-    headers: {
+  return c.body(html, (options.status ?? 200) as ContentfulStatusCode, {
       'content-type': 'text/html; charset=utf-8',
       'cache-control': 'no-store',
       'x-frame-options': 'DENY',
       'referrer-policy': 'no-referrer',
       'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-    },
   })
 }
 
