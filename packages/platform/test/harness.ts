@@ -25,12 +25,12 @@ export interface Harness {
   close(): Promise<void>
 }
 
-export async function startHarness(existing?: TestDb, overrides: Partial<Pick<PlatformDeps, 'mailer' | 'sessions'>> & { registration?: boolean } = {}): Promise<Harness> {
+export async function startHarness(existing?: TestDb, overrides: Partial<Pick<PlatformDeps, 'mailer' | 'sessions'>> & { registration?: boolean; baseUrl?: string } = {}): Promise<Harness> {
   const t = existing ?? (await createTestDb())
   const clock = new ManualClock('2026-11-21T12:00:00Z')
   const operatorKey = newSecret('svc_operator_')
   const platform = createPlatform({
-    config: { baseUrl: new URL(BASE), production: false, smtpUrl: null, mailFrom: 'Service <no-reply@localhost>', registration: overrides.registration ?? true },
+    config: { baseUrl: new URL(overrides.baseUrl ?? BASE), production: false, smtpUrl: null, mailFrom: 'Service <no-reply@localhost>', registration: overrides.registration ?? true },
     masterKey: new Uint8Array(randomBytes(32)),
     ...(overrides.mailer ? { mailer: overrides.mailer } : {}),
     ...(overrides.sessions ? { sessions: overrides.sessions } : {}),

@@ -8,15 +8,14 @@ import { Hono, type Context } from 'hono'
 import type { Db } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { Logger } from '../lib/logger.ts'
-import { safeEqual } from '../lib/crypto.ts'
 import { ServiceError } from '../lib/errors.ts'
 import { findAppBySlug } from '../apps/apps.ts'
 import type { HostUrls } from '../http/hosts.ts'
 import { issueCode } from './app-sessions.ts'
 import { clearCookie, COOKIE_PATHS, COOKIES, readCookie, writeCookie, type CookieOptions } from './cookies.ts'
 import { LIFETIMES } from './lifetimes.ts'
+import { checkOrigin, csrfToken, readForm } from './forms.ts'
 import { escapeHtml, hidden, page } from './pages.ts'
-import { browserSecret } from './secrets.ts'
 import { createSession, revokeSession, sessionFromCookie } from './sessions.ts'
 import { approveLink, bindPreview, claimApproved, claimState, inspectLink, startRequest } from './sign-in-requests.ts'
 import { createUser, findUserById, findUserByEmail, normaliseEmail, type User } from './users.ts'
@@ -53,26 +52,8 @@ export function authRoutes(deps: AuthRouteDeps) {
   const { db, clock } = deps
   const routes = new Hono()
 
-  function csrfToken(c: Context): string {
-    const existing = readCookie(c, COOKIES.csrf)
-    if (existing && existing.length <= 100) return existing
-    const token = browserSecret().value
-    writeCookie(c, deps.cookies, { name: COOKIES.csrf, value: token, maxAgeSeconds: 60 * 60, sameSite: 'Strict' })
-    return token
-  }
-
-  async function form(c: Context): Promise<Record<string, string>> {
-    const origin = c.req.header('origin')
-    if (origin && origin !== deps.urls.auth) throw new ServiceError('FORBIDDEN', 'cross-origin form submission refused')
-    const body = await c.req.parseBody()
-    const values: Record<string, string> = {}
-    for (const [key, value] of Object.entries(body)) if (typeof value === 'string') values[key] = value
-    const cookie = readCookie(c, COOKIES.csrf)
-    if (!cookie || !values.csrf || !safeEqual(cookie, values.csrf)) {
-      throw new ServiceError('FORBIDDEN', 'the form expired; reload the page and try again')
-    }
-    return values
-  }
+  const csrf = (c: Context) => csrfToken(c, deps.cookies)
+  const form = (c: Context) => readForm(c, deps.urls.auth)
 
   routes.onError((error, c) => {
     if (error instanceof ServiceError && error.status < 500) {
@@ -87,14 +68,14 @@ export function authRoutes(deps: AuthRouteDeps) {
     const active = await sessionFromCookie(db, clock, readCookie(c, COOKIES.session))
     if (!active) return c.redirect('/sign-in', 302)
     return page(c, 'Signed in', `<h1>Signed in</h1><p>You are signed in as <strong>${escapeHtml(active.user.email)}</strong>.</p>
-      <form method="post" action="/sign-out">${hidden('csrf', csrfToken(c))}<button>Sign out</button></form>`)
+      <form method="post" action="/sign-out">${hidden('csrf', csrf(c))}<button>Sign out</button></form>`)
   })
 
   routes.get('/sign-in', async (c) => {
     const next = safeContinue(c.req.query('continue'))
     if (await sessionFromCookie(db, clock, readCookie(c, COOKIES.session))) return c.redirect(next, 302)
     return page(c, 'Sign in', `<h1>Sign in</h1>
-      <form method="post" action="/sign-in">${hidden('csrf', csrfToken(c))}${hidden('continue', next)}
+      <form method="post" action="/sign-in">${hidden('csrf', csrf(c))}${hidden('continue', next)}
         <label for="email">Email address</label>
         <input id="email" name="email" type="email" autocomplete="email" required autofocus>
         <details><summary>Use a password instead</summary>
@@ -141,7 +122,7 @@ export function authRoutes(deps: AuthRouteDeps) {
     return page(c, 'Check your email', `<h1>Check your email</h1>
       <p>We sent you a sign-in link. Open it and approve; this window then continues by itself.</p>
       <p class="muted" id="state">Waiting for your approval…</p>
-      <form method="post" action="/sign-in/claim" id="claim">${hidden('csrf', csrfToken(c))}${hidden('r', id)}
+      <form method="post" action="/sign-in/claim" id="claim">${hidden('csrf', csrf(c))}${hidden('r', id)}
         <button>I approved, continue</button></form>`, {
       script: `(function(){var id=${JSON.stringify(id)};function poll(){fetch('/sign-in/claim/status?r='+encodeURIComponent(id),{credentials:'same-origin'})
 .then(function(r){return r.json()}).then(function(s){if(s.status==='approved'){document.getElementById('claim').submit()}
@@ -189,8 +170,7 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
   })
 
   routes.post('/confirm', async (c) => {
-    const origin = c.req.header('origin')
-    if (origin && origin !== deps.urls.auth) throw new ServiceError('FORBIDDEN', 'cross-origin confirmation refused')
+    checkOrigin(c, deps.urls.auth)
     const body = await c.req.parseBody()
     const outcome = await approveLink(db, clock, {
       id: String(body.r ?? ''), linkSecret: String(body.t ?? ''), previewSecret: readCookie(c, COOKIES.preview),
