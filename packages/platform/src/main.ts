@@ -13,6 +13,7 @@ import { createPlatform } from './platform.ts'
 import { deployExamples } from './deploy/examples.ts'
 import { ensureOperatorKey } from './identity/operator-key.ts'
 import { loadMasterKey } from './lib/master-key.ts'
+import { enforceConfirmationDeadlines } from './identity/confirmation.ts'
 
 const config = loadConfig()
 const logger = createLogger({ level: config.logLevel })
@@ -38,11 +39,19 @@ const server = serve({ fetch: platform.fetch, port: config.port, hostname: confi
   console.log(lines.join('\n'))
 })
 
+// Accounts that missed their 24-hour confirmation deadline: pause their apps.
+const deadlines = setInterval(() => {
+  enforceConfirmationDeadlines(db, systemClock).catch((error: Error) =>
+    logger.error('confirmation deadline sweep failed', { error: error.message }))
+}, 60 * 1000)
+deadlines.unref()
+
 let stopping = false
 async function shutdown(signal: string) {
   if (stopping) return
   stopping = true
   logger.info('shutting down', { signal })
+  clearInterval(deadlines)
   server.close()
   await db.close()
   process.exit(0)

@@ -12,7 +12,8 @@ export type AppStatus = 'active' | 'paused' | 'suspended' | 'archived'
 
 export interface App {
   id: string
-  organisationId: string
+  /** Null for a personal app of someone who has no company yet. */
+  organisationId: string | null
   ownerId: string
   slug: string
   name: string
@@ -25,7 +26,7 @@ export interface App {
 
 interface AppRow extends Record<string, unknown> {
   id: string
-  organisation_id: string
+  organisation_id: string | null
   owner_id: string
   slug: string
   name: string
@@ -84,9 +85,6 @@ export async function createApp(
   owner: User,
   input: { slug: string; name?: string | undefined; visibility: Visibility },
 ): Promise<App> {
-  if (!owner.organisationId) {
-    throw new ServiceError('ORGANISATION_REQUIRED', 'set up your company or accept an invitation before creating apps')
-  }
   const slug = checkSlug(input.slug)
   const name = (input.name ?? slug).trim()
   if (name.length < 1 || name.length > 80) {

@@ -75,6 +75,7 @@ export function releaseView(release: Release) {
 
 /** Integrations that other active apps of the organisation publish (for manifest checks). */
 async function publishedIntegrations(db: Queryable, app: App) {
+  if (!app.organisationId) return new Map<string, { appSlug: string; capabilities: string[]; eventTypes: string[] }>()
   const rows = await db.query<{ slug: string; integration: Manifest['provides'] extends infer P ? P : never }>(
     `select a.slug, r.manifest -> 'provides' -> 'integration' as integration
        from platform.apps a join platform.releases r on r.id = a.active_release_id

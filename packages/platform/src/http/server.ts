@@ -33,21 +33,26 @@ export function createHttpApp(deps: { baseUrl: URL; hosts: HostApps; logger: Log
   const onError = renderError(deps.logger, deps.production)
   const notFound = (c: Context) =>
     c.json({ error: { code: 'NOT_FOUND', message: `no route for ${c.req.method} ${new URL(c.req.url).pathname}` } }, 404)
-  for (const app of Object.values(deps.hosts)) {
-    app.onError(onError)
-    app.notFound(notFound)
+  // Each host app is mounted in a wrapper that renders errors and unknown routes; a host app
+  // with its own error handler (the sign-in pages) keeps it.
+  const wrap = (app: Hono<any>) => {
+    const wrapper = new Hono()
+    wrapper.onError(onError)
+    wrapper.notFound(notFound)
+    return wrapper.route('/', app)
   }
+  const hosts = { base: wrap(deps.hosts.base), auth: wrap(deps.hosts.auth), app: wrap(deps.hosts.app) }
   const root = new Hono()
   root.onError(onError)
   root.all('*', (c) => {
     const target = classifyHost(c.req.header('host') ?? new URL(c.req.url).host, deps.baseUrl)
     switch (target.kind) {
       case 'base':
-        return deps.hosts.base.fetch(c.req.raw)
+        return hosts.base.fetch(c.req.raw)
       case 'auth':
-        return deps.hosts.auth.fetch(c.req.raw)
+        return hosts.auth.fetch(c.req.raw)
       case 'app':
-        return deps.hosts.app.fetch(c.req.raw)
+        return hosts.app.fetch(c.req.raw)
       case 'unknown':
         return c.json({ error: { code: 'HOST_NOT_FOUND', message: 'this platform does not serve that host' } }, 404)
     }

@@ -19,6 +19,10 @@ import { escapeHtml, hidden, page } from './pages.ts'
 import { createSession, revokeSession, sessionFromCookie } from './sessions.ts'
 import { approveLink, bindPreview, claimApproved, claimState, inspectLink, startRequest } from './sign-in-requests.ts'
 import { createUser, findUserById, findUserByEmail, normaliseEmail, type User } from './users.ts'
+import { confirmEmail } from './confirmation.ts'
+import { checkPassword, hashPassword, verifyPassword } from './passwords.ts'
+import { createRateLimiter, rateLimited, type RateRule } from '../lib/rate-limit.ts'
+import { getConnInfo } from '@hono/node-server/conninfo'
 
 export interface Mail {
   send(message: { to: string; subject: string; text: string; html?: string }): Promise<void>
@@ -33,8 +37,25 @@ export interface AuthRouteDeps {
   cookies: CookieOptions
   /** Whether an unknown address may create an account by signing in. */
   registration: boolean
-  /** Called when an account's email is confirmed (resumes paused apps). */
-  onEmailConfirmed?: (user: User) => Promise<void>
+  /** Attempts allowed per 15 minutes, per email address and per client address. */
+  limits?: { perAddress: number; perClient: number }
+  /** Trust the first X-Forwarded-For hop as the client address (behind a proxy). */
+  trustProxy?: boolean
+}
+
+const WINDOW_SECONDS = 15 * 60
+
+/** The client's network address, for per-client rate limits. */
+function clientAddress(c: Context, trustProxy: boolean): string {
+  if (trustProxy) {
+    const forwarded = c.req.header('x-forwarded-for')?.split(',')[0]?.trim()
+    if (forwarded) return forwarded
+  }
+  try {
+    return getConnInfo(c).remote.address ?? 'unknown'
+  } catch {
+    return 'unknown'
+  }
 }
 
 /** A `continue` target: a path on the auth host, never another origin. */
@@ -54,8 +75,79 @@ export function authRoutes(deps: AuthRouteDeps) {
 
   const csrf = (c: Context) => csrfToken(c, deps.cookies)
   const form = (c: Context) => readForm(c, deps.urls.auth)
+  const limiter = createRateLimiter({ db, clock })
+  const rules = {
+    address: { name: 'sign-in-address', limit: deps.limits?.perAddress ?? 10, windowSeconds: WINDOW_SECONDS },
+    client: { name: 'sign-in-client', limit: deps.limits?.perClient ?? 100, windowSeconds: WINDOW_SECONDS },
+    password: { name: 'password-change', limit: deps.limits?.perAddress ?? 10, windowSeconds: WINDOW_SECONDS },
+  } satisfies Record<string, RateRule>
+
+  async function limit(rule: RateRule, key: string) {
+    const result = await limiter.hit(rule, key)
+    if (!result.allowed) throw rateLimited(result.retryAfterSeconds)
+  }
+
+  async function startSession(c: Context, user: User): Promise<void> {
+    const { session, cookie } = await createSession(db, clock, { user, userAgent: c.req.header('user-agent') ?? null })
+    writeCookie(c, deps.cookies, {
+      name: COOKIES.session, value: cookie, maxAgeSeconds: (session.expiresAt.getTime() - clock.now().getTime()) / 1000,
+    })
+  }
+
+  /** Emails the scanner-safe confirmation link of an unconfirmed account. */
+  async function sendConfirmation(user: User): Promise<void> {
+    const started = await startRequest(db, clock, {
+      purpose: 'confirm_email', email: user.email, userId: user.id, continueTo: null, withClaim: false,
+    })
+    const link = `${deps.urls.auth}/confirm?r=${started.request.id}&t=${started.linkSecret}`
+    await deps.mailer.send({
+      to: user.email,
+      subject: 'Confirm your email address',
+      text: `Confirm your email address within 24 hours, or your apps pause until you do:\n\n${link}\n\nThe link works once, for 15 minutes; you can ask for a new one.`,
+    })
+  }
+
+  async function passwordSignIn(c: Context, email: string, password: string, next: string): Promise<Response> {
+    const user = await findUserByEmail(db, email)
+    if (!user && deps.registration) {
+      // No separate registration mode: an unknown address registers, unconfirmed, with a
+      // provisional session that ends at the 24-hour confirmation deadline.
+      const verifier = await hashPassword(checkPassword(password))
+      const created = await createUser(db, {
+        email, organisationId: null, passwordHash: verifier,
+        confirmationDeadline: new Date(clock.now().getTime() + LIFETIMES.confirmationMs),
+      })
+      await sendConfirmation(created)
+      await startSession(c, created)
+      return c.redirect(next, 303)
+    }
+    const verifier = user ? await passwordVerifier(user.id) : null
+    const valid = await verifyPassword(verifier, password)
+    if (user && valid && user.pausedAt) {
+      await sendConfirmation(user)
+      return page(c, 'Confirm your email', `<h1>Confirm your email first</h1><p>The 24 hours to confirm
+        <strong>${escapeHtml(user.email)}</strong> have passed, so your apps are paused. We sent a new confirmation link;
+        opening it resumes everything.</p>`, { status: 403 })
+    }
+    if (!user || !valid) {
+      return page(c, 'Sign in', `<h1>Sign in</h1><p class="error">That email and password do not match an account.</p>
+        <p><a href="/sign-in?continue=${encodeURIComponent(next)}">Try again</a>, or sign in with an email link.</p>`, { status: 401 })
+    }
+    await startSession(c, user)
+    return c.redirect(next, 303)
+  }
+
+  async function passwordVerifier(userId: string): Promise<string | null> {
+    const [row] = await db.query<{ password_hash: string | null }>('select password_hash from platform.users where id = $1', [userId])
+    return row?.password_hash ?? null
+  }
 
   routes.onError((error, c) => {
+    if (error instanceof ServiceError && error.code === 'RATE_LIMITED') {
+      const retry = String((error.details as { retryAfterSeconds?: number } | undefined)?.retryAfterSeconds ?? 60)
+      return page(c, 'Too many attempts', `<h1>Too many attempts</h1><p>Wait ${escapeHtml(retry)} seconds and try again.</p>`,
+        { status: 429, headers: { 'retry-after': retry } })
+    }
     if (error instanceof ServiceError && error.status < 500) {
       return page(c, 'Sign-in', `<h1>Something is not right</h1><p class="error">${escapeHtml(error.message)}</p>
         <p><a href="/sign-in">Start again</a></p>`, { status: error.status })
@@ -91,7 +183,9 @@ export function authRoutes(deps: AuthRouteDeps) {
     const values = await form(c)
     const email = normaliseEmail(values.email)
     const next = safeContinue(values.continue)
-    if (values.password) throw new ServiceError('NOT_IMPLEMENTED', 'password sign-in is not available on this platform yet')
+    await limit(rules.address, email)
+    await limit(rules.client, clientAddress(c, deps.trustProxy ?? false))
+    if (values.password) return passwordSignIn(c, email, values.password, next)
     const user = await findUserByEmail(db, email)
     const started = await startRequest(db, clock, {
       purpose: 'sign_in', email, userId: user?.id ?? null, continueTo: next, withClaim: true,
@@ -192,10 +286,10 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
         ?? (await createUser(db, { email: request.email, organisationId: null, confirmedAt: clock.now() }))
       await db.query('update platform.sign_in_requests set user_id = $2 where id = $1', [request.id, user.id])
     }
-    if (!user.emailConfirmedAt) {
-      await db.query('update platform.users set email_confirmed_at = $2, confirmation_deadline = null where id = $1', [user.id, clock.now()])
-      await db.query('update platform.sessions set provisional = false where user_id = $1 and revoked_at is null', [user.id])
-      await deps.onEmailConfirmed?.(user)
+    // Opening the link proves the mailbox: an unconfirmed account is confirmed either way.
+    if (!user.emailConfirmedAt || user.pausedAt) await confirmEmail(db, clock, user.id)
+    if (request.purpose === 'confirm_email') {
+      return page(c, 'Email confirmed', '<h1>Email confirmed</h1><p>Thank you. Your apps run normally. You may close this window.</p>')
     }
     return page(c, 'Confirmed', `<h1>Confirmed</h1><p>You may close this window. The window where you started continues by itself.</p>`)
   })
@@ -221,6 +315,62 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
     }
     const code = await issueCode(db, clock, { sessionId: active.session.id, appId: app.id, returnTo: target.toString() })
     return c.redirect(`${origin}/_service/auth/callback?code=${encodeURIComponent(code)}`, 302)
+  })
+
+  routes.get('/preferences', async (c) => {
+    const active = await sessionFromCookie(db, clock, readCookie(c, COOKIES.session))
+    if (!active) return c.redirect(`/sign-in?continue=${encodeURIComponent('/preferences')}`, 302)
+    const confirmed = active.user.emailConfirmedAt !== null
+    return page(c, 'Preferences', `<h1>Preferences</h1><p>Signed in as <strong>${escapeHtml(active.user.email)}</strong>.</p>
+      ${confirmed ? '' : `<p class="error">Your email is not confirmed yet. Confirm it within 24 hours of registering, or your apps pause.</p>
+        <form method="post" action="/verification/resend">${hidden('csrf', csrf(c))}<button>Send the confirmation email again</button></form>`}
+      <h2>Password</h2>
+      <form method="post" action="/preferences/password">${hidden('csrf', csrf(c))}
+        <label for="password">New password</label>
+        <input id="password" name="password" type="password" autocomplete="new-password" minlength="8" maxlength="72" required>
+        <label for="repeat">Repeat the new password</label>
+        <input id="repeat" name="repeat" type="password" autocomplete="new-password" minlength="8" maxlength="72" required>
+        <p class="muted">8 to 72 characters; type the same password twice. Email-link sign-in keeps working.</p>
+        <button>Save password</button>
+      </form>`)
+  })
+
+  routes.post('/preferences/password', async (c) => {
+    const values = await form(c)
+    const active = await sessionFromCookie(db, clock, readCookie(c, COOKIES.session))
+    if (!active) return c.redirect('/sign-in?continue=%2Fpreferences', 303)
+    await limit(rules.password, active.user.id)
+    if ((values.password ?? '') !== (values.repeat ?? '')) {
+      return page(c, 'Preferences', `<h1>Passwords differ</h1><p class="error">The two passwords are not the same; type the same password twice.</p>
+        <p><a href="/preferences">Back</a></p>`, { status: 400 })
+    }
+    const verifier = await hashPassword(checkPassword(values.password))
+    await db.query('update platform.users set password_hash = $2 where id = $1', [active.user.id, verifier])
+    return page(c, 'Password saved', '<h1>Password saved</h1><p>You can sign in with this password or with an email link.</p><p><a href="/preferences">Back</a></p>')
+  })
+
+  routes.get('/verification/resend', (c) => {
+    const slug = c.req.query('app') ?? ''
+    return page(c, 'Resend confirmation', `<h1>Resend the confirmation email</h1>
+      <p>The confirmation link goes to the email address of the app's owner.</p>
+      <form method="post" action="/verification/resend">${hidden('csrf', csrf(c))}${hidden('app', slug)}<button>Send it again</button></form>`)
+  })
+
+  routes.post('/verification/resend', async (c) => {
+    const values = await form(c)
+    let user: User | null = null
+    if (values.app) {
+      // The paused app's page offers this to whoever sees it; the mail goes to its owner only.
+      const app = await findAppBySlug(db, values.app)
+      user = app ? await findUserById(db, app.ownerId) : null
+    } else {
+      user = (await sessionFromCookie(db, clock, readCookie(c, COOKIES.session)))?.user ?? null
+    }
+    if (user && !user.emailConfirmedAt) {
+      await limit(rules.address, user.email)
+      await sendConfirmation(user)
+    }
+    return page(c, 'Confirmation sent', '<h1>Check the owner\'s email</h1><p>If the account still needs confirming, a new confirmation link is on its way.</p>')
   })
 
   routes.post('/sign-out', async (c) => {

@@ -20,17 +20,26 @@ button{margin-top:1rem;padding:.55rem 1.1rem;border:0;border-radius:.375rem;back
 /**
  * Renders a page through the request context, so cookies the handler set are sent with it.
  */
-export function page(c: Context, title: string, body: string, options: { status?: number; script?: string } = {}): Response {
+const CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; " +
+  "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+export function page(
+  c: Context,
+  title: string,
+  body: string,
+  options: { status?: number; script?: string; headers?: Record<string, string> } = {},
+): Response {
   const html = `<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="no-referrer">
 <title>${escapeHtml(title)}</title><style>${STYLE}</style></head><body><main>${body}</main>${
     options.script ? `<script>${options.script}</script>` : ''}</body></html>`
   return c.body(html, (options.status ?? 200) as ContentfulStatusCode, {
-      'content-type': 'text/html; charset=utf-8',
-      'cache-control': 'no-store',
-      'x-frame-options': 'DENY',
-      'referrer-policy': 'no-referrer',
-      'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    'content-type': 'text/html; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-frame-options': 'DENY',
+    'referrer-policy': 'no-referrer',
+    'content-security-policy': CSP,
+    ...options.headers,
   })
 }
 

@@ -1,0 +1,187 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { backend } from '../../test/test-db.ts'
+import { bundle, manifest, startHarness, type Harness } from '../../test/harness.ts'
+import { CookieClient, field } from '../../test/cookie-client.ts'
+import { AUTH, appUrl, approve, deployPage, signInTo } from '../../test/sign-in-flow.ts'
+import { latestDevMailTo, listDevMail } from '../email/index.ts'
+import { createApp, findAppBySlug } from '../apps/apps.ts'
+import { deployBundle } from '../deploy/deploy.ts'
+import { COOKIES } from './cookies.ts'
+import { enforceConfirmationDeadlines } from './confirmation.ts'
+import { findUserByEmail } from './users.ts'
+
+const HOUR = 60 * 60 * 1000
+
+async function passwordSignIn(b: CookieClient, email: string, password: string, next = '/') {
+  const html = await (await b.fetch(`${AUTH}/sign-in?continue=${encodeURIComponent(next)}`)).text()
+  return b.post(`${AUTH}/sign-in`, { csrf: field(html, 'csrf'), continue: field(html, 'continue'), email, password })
+}
+
+async function setPassword(b: CookieClient, password: string, repeat = password) {
+  const html = await (await b.fetch(`${AUTH}/preferences`)).text()
+  return b.post(`${AUTH}/preferences/password`, { csrf: field(html, 'csrf'), password, repeat })
+}
+
+describe(`passwords, registration and unconfirmed accounts (${backend})`, () => {
+  let h: Harness
+  let owner: { token: string; userId: string }
+  before(async () => {
+    h = await startHarness()
+    owner = await h.createOwner('owner@acme.test')
+    await deployPage(h, owner.token, 'vault', 'private', 'vault page')
+  })
+  after(() => h.close())
+
+  test('an unknown address with a password registers unconfirmed with a provisional session until the deadline', async () => {
+    const b = new CookieClient(h)
+    const res = await passwordSignIn(b, 'reg@new.test', 'correct horse')
+    assert.equal(res.status, 303)
+    assert.ok(b.cookie('auth.localhost:8787', COOKIES.session))
+    const user = (await findUserByEmail(h.t.db, 'reg@new.test'))!
+    assert.equal(user.emailConfirmedAt, null)
+    assert.equal(user.organisationId, null)
+    assert.equal(user.confirmationDeadline!.getTime() - h.clock.now().getTime(), 24 * HOUR)
+    const [session] = await h.t.db.query<{ provisional: boolean; expires_at: Date }>(
+      'select provisional, expires_at from platform.sessions where user_id = $1', [user.id])
+    assert.equal(session!.provisional, true)
+    assert.equal(session!.expires_at.getTime(), user.confirmationDeadline!.getTime())
+    const mail = await latestDevMailTo(h.t.db, 'reg@new.test')
+    assert.equal(mail!.subject, 'Confirm your email address')
+    const [row] = await h.t.db.query<{ password_hash: string }>('select password_hash from platform.users where id = $1', [user.id])
+    assert.match(row!.password_hash, /^\$argon2id\$/)
+  })
+
+  test('a confirmed identity with a password signs in at once; a wrong password gets a generic refusal', async () => {
+    const b = new CookieClient(h)
+    await signInTo(b, 'vault', 'owner@acme.test')
+    assert.match(await (await b.fetch(`${AUTH}/preferences`)).text(), /Password/)
+    assert.equal((await setPassword(b, 'a long secret')).status, 200)
+
+    const fresh = new CookieClient(h)
+    const ok = await passwordSignIn(fresh, 'owner@acme.test', 'a long secret', '/preferences')
+    assert.equal(ok.status, 303)
+    assert.equal(ok.headers.get('location'), '/preferences')
+    assert.ok(fresh.cookie('auth.localhost:8787', COOKIES.session))
+
+    const wrong = await passwordSignIn(new CookieClient(h), 'owner@acme.test', 'not the secret')
+    const unknownNoPassword = await passwordSignIn(new CookieClient(h), 'guest-link-only@acme.test', 'whatever1')
+    assert.equal(wrong.status, 401)
+    assert.match(await wrong.text(), /do not match an account/)
+    assert.equal(unknownNoPassword.status, 303, 'registration is open: an unknown address registers')
+  })
+
+  test('a password change keeps email-link sign-in working', async () => {
+    const b = new CookieClient(h)
+    const { response } = await signInTo(b, 'vault', 'owner@acme.test')
+    assert.equal(response.status, 200)
+  })
+
+  test('passwords have 8 to 72 characters and the two fields must match', async () => {
+    const b = new CookieClient(h)
+    await signInTo(b, 'vault', 'owner@acme.test')
+    assert.equal((await setPassword(b, 'short7!')).status, 400)
+    assert.equal((await setPassword(b, 'x'.repeat(73))).status, 400)
+    assert.equal((await setPassword(b, 'x'.repeat(72))).status, 200)
+    assert.equal((await setPassword(b, 'one password', 'another one')).status, 400)
+    assert.equal((await passwordSignIn(new CookieClient(h), 'short@new.test', 'seven77')).status, 400)
+  })
+
+  test('with registration closed, an unknown address gets the same refusal as a wrong password', async () => {
+    const closed = await startHarness(undefined, { registration: false })
+    try {
+      const res = await passwordSignIn(new CookieClient(closed), 'nobody@new.test', 'long enough')
+      assert.equal(res.status, 401)
+      assert.match(await res.text(), /do not match an account/)
+      assert.equal(await findUserByEmail(closed.t.db, 'nobody@new.test'), null)
+    } finally {
+      await closed.close()
+    }
+  })
+
+  test('sign-in attempts are rate limited per address, with Retry-After', async () => {
+    let last: Response | undefined
+    for (let i = 0; i < 11; i++) last = await passwordSignIn(new CookieClient(h), 'owner@acme.test', `wrong guess ${i}`)
+    assert.equal(last!.status, 429)
+    assert.ok(Number(last!.headers.get('retry-after')) >= 1)
+    const right = await passwordSignIn(new CookieClient(h), 'owner@acme.test', 'x'.repeat(72))
+    assert.equal(right.status, 429, 'even the right password waits out the window')
+    h.clock.advance(15 * 60 * 1000)
+    assert.equal((await passwordSignIn(new CookieClient(h), 'owner@acme.test', 'x'.repeat(72))).status, 303)
+  })
+
+  test('sign-in attempts are rate limited per client across addresses', async () => {
+    const b = new CookieClient(h)
+    const html = await (await b.fetch(`${AUTH}/sign-in`)).text()
+    let status = 0
+    for (let i = 0; i < 101 && status !== 429; i++) {
+      const res = await b.post(`${AUTH}/sign-in`, { csrf: field(html, 'csrf'), continue: '/', email: `spray${i}@x.test` })
+      status = res.status
+    }
+    assert.equal(status, 429)
+    h.clock.advance(15 * 60 * 1000)
+  })
+
+  test('an unconfirmed account cannot use a private app granted by another owner until it confirms', async () => {
+    const b = new CookieClient(h)
+    await passwordSignIn(b, 'pending@new.test', 'pending pass')
+    const grant = await h.request('/v1/apps/vault/grants', { token: owner.token, json: { email: 'pending@new.test' } })
+    assert.equal(grant.status, 201)
+    const { response } = await b.visit(`${appUrl('vault')}/`)
+    assert.equal(response.status, 403)
+    const mail = await latestDevMailTo(h.t.db, 'pending@new.test')
+    const link = /http:\/\/auth\.localhost:8787\/confirm\?\S+/.exec(mail!.text)![0]
+    const confirmed = await approve(new CookieClient(h), link)
+    assert.match(await confirmed.text(), /Email confirmed/)
+    assert.equal(await (await b.fetch(`${appUrl('vault')}/`)).text(), 'vault page')
+  })
+
+  test('the 24-hour deadline pauses every app of an unconfirmed owner and revokes its sessions; confirming resumes them', async () => {
+    const b = new CookieClient(h)
+    await passwordSignIn(b, 'late@new.test', 'late password')
+    const late = (await findUserByEmail(h.t.db, 'late@new.test'))!
+    const app = await createApp(h.t.db, late, { slug: 'late-app', visibility: 'public' })
+    await deployBundle({ db: h.t.db, clock: h.clock }, {
+      app, user: late,
+      body: bundle({ 'service.yaml': manifest('late-app'), 'public/index.html': 'late page', 'database/migrations/0001_t.sql': 'create table kept (v int); insert into kept values (42);' }),
+    })
+    assert.equal(await (await new CookieClient(h).fetch(`${appUrl('late-app')}/`)).text(), 'late page')
+
+    h.clock.advance(24 * HOUR - 1000)
+    await enforceConfirmationDeadlines(h.t.db, h.clock)
+    assert.equal((await findUserByEmail(h.t.db, 'late@new.test'))!.pausedAt, null, 'not before the deadline')
+    assert.equal((await findAppBySlug(h.t.db, 'late-app'))!.status, 'active')
+    h.clock.advance(2000)
+    assert.ok((await enforceConfirmationDeadlines(h.t.db, h.clock)) >= 1)
+    assert.ok((await findUserByEmail(h.t.db, 'late@new.test'))!.pausedAt)
+    assert.equal((await findAppBySlug(h.t.db, 'late-app'))!.status, 'paused')
+    const paused = await new CookieClient(h).fetch(`${appUrl('late-app')}/`, { headers: { accept: 'application/json' } })
+    assert.equal(paused.status, 503)
+    const [open] = await h.t.db.query<{ n: number }>(
+      'select count(*)::int as n from platform.sessions where user_id = $1 and revoked_at is null', [late.id])
+    assert.equal(open!.n, 0)
+    assert.equal((await b.fetch(`${AUTH}/`)).status, 302, 'the provisional browser session is gone')
+    const [kept] = await h.t.db.query<{ v: number }>('select v from app_late_app.kept')
+    assert.equal(kept!.v, 42, 'data is preserved')
+
+    const again = await passwordSignIn(new CookieClient(h), 'late@new.test', 'late password')
+    assert.equal(again.status, 403)
+    const mails = await listDevMail(h.t.db, { to: 'late@new.test' })
+    const link = /http:\/\/auth\.localhost:8787\/confirm\?\S+/.exec(mails[0]!.text)![0]
+    assert.match(await (await approve(new CookieClient(h), link)).text(), /Email confirmed/)
+    assert.equal((await findAppBySlug(h.t.db, 'late-app'))!.status, 'active')
+    assert.equal(await (await new CookieClient(h).fetch(`${appUrl('late-app')}/`)).text(), 'late page')
+    assert.equal((await passwordSignIn(new CookieClient(h), 'late@new.test', 'late password')).status, 303)
+  })
+
+  test('the resend action sends a new confirmation link to the owner of a paused app', async () => {
+    const b = new CookieClient(h)
+    await passwordSignIn(b, 'again@new.test', 'again password')
+    const before = (await listDevMail(h.t.db, { to: 'again@new.test' })).length
+    const html = await (await b.fetch(`${AUTH}/preferences`)).text()
+    assert.match(html, /not confirmed yet/)
+    const res = await b.post(`${AUTH}/verification/resend`, { csrf: field(html, 'csrf') })
+    assert.equal(res.status, 200)
+    assert.equal((await listDevMail(h.t.db, { to: 'again@new.test' })).length, before + 1)
+  })
+})
