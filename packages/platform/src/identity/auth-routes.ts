@@ -20,6 +20,8 @@ import { createSession, revokeSession, sessionFromCookie } from './sessions.ts'
 import { approveLink, bindPreview, claimApproved, claimState, inspectLink, startRequest } from './sign-in-requests.ts'
 import { createUser, findUserById, findUserByEmail, normaliseEmail, type User } from './users.ts'
 import { confirmEmail } from './confirmation.ts'
+import { companyPages } from './company-pages.ts'
+import { confirmOnboarding } from './onboarding.ts'
 import { checkPassword, hashPassword, verifyPassword } from './passwords.ts'
 import { createRateLimiter, rateLimited, type RateRule } from '../lib/rate-limit.ts'
 import { getConnInfo } from '@hono/node-server/conninfo'
@@ -256,7 +258,9 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
     writeCookie(c, deps.cookies, {
       name: COOKIES.preview, value: preview, path: COOKIE_PATHS.preview, maxAgeSeconds: LIFETIMES.previewMs / 1000, sameSite: 'Strict',
     })
-    const what = request.purpose === 'confirm_email' ? 'Confirm your email address' : 'Approve this sign-in'
+    const what = request.purpose === 'confirm_email'
+      ? 'Confirm your email address'
+      : request.purpose === 'onboarding' ? 'Approve your coding agent' : 'Approve this sign-in'
     return page(c, what, `<h1>${what}</h1>
       <p>For <strong>${escapeHtml(request.email)}</strong>, requested at ${escapeHtml(request.createdAt.toISOString().slice(11, 16))} UTC.</p>
       <p class="muted">If you did not ask for this, close this window.</p>
@@ -288,6 +292,14 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
     }
     // Opening the link proves the mailbox: an unconfirmed account is confirmed either way.
     if (!user.emailConfirmedAt || user.pausedAt) await confirmEmail(db, clock, user.id)
+    if (request.purpose === 'onboarding') {
+      // Onboarding confirmation: this browser gets the normal session and the launch page.
+      const launch = safeContinue(request.continueTo)
+      const onboardingId = /^\/launch\/([0-9a-f-]{36})$/.exec(launch)?.[1]
+      if (onboardingId) await confirmOnboarding(db, clock, onboardingId)
+      await startSession(c, (await findUserById(db, user.id))!)
+      return c.redirect(launch, 303)
+    }
     if (request.purpose === 'confirm_email') {
       return page(c, 'Email confirmed', '<h1>Email confirmed</h1><p>Thank you. Your apps run normally. You may close this window.</p>')
     }
@@ -372,6 +384,8 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
     }
     return page(c, 'Confirmation sent', '<h1>Check the owner\'s email</h1><p>If the account still needs confirming, a new confirmation link is on its way.</p>')
   })
+
+  routes.route('/', companyPages({ db, clock, urls: deps.urls, cookies: deps.cookies, safeContinue }))
 
   routes.post('/sign-out', async (c) => {
     await form(c)

@@ -13,7 +13,7 @@ import { safeEqual } from '../lib/crypto.ts'
 import { LIFETIMES } from './lifetimes.ts'
 import { browserSecret, hashSecret } from './secrets.ts'
 
-export type Purpose = 'sign_in' | 'confirm_email'
+export type Purpose = 'sign_in' | 'confirm_email' | 'onboarding'
 
 export interface SignInRequest {
   id: string

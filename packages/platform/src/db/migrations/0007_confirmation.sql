@@ -13,7 +13,6 @@ create table platform.onboarding_requests (
   project_name text not null,
   status text not null check (status in ('awaiting_confirmation', 'organisation_setup_required', 'ready')),
   poll_hash bytea not null unique,
-  credential_enc text,
   credential_collected_at timestamptz,
   created_at timestamptz not null,
   confirmed_at timestamptz
