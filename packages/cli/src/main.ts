@@ -6,14 +6,21 @@
  *   service deploy <dir>
  *   service apps list
  *   service releases list <app>
+ *   service login | logout
+ *   service app access-token list|create|revoke|request <app> ...
  *   service operator create-user --email <email> --company <name> [--admin] [--platform-admin]
  */
 import { parseArgs } from 'node:util'
-import { ApiError, createClient } from './client.ts'
+import { ApiError, createClient, type Client } from './client.ts'
 import { validateCommand } from './commands/validate.ts'
 import { deployCommand } from './commands/deploy.ts'
 import { appsListCommand, releasesListCommand } from './commands/apps.ts'
 import { createUserCommand } from './commands/operator.ts'
+import {
+  accessTokenCreateCommand, accessTokenListCommand, accessTokenRequestCommand, accessTokenRevokeCommand,
+} from './commands/access-token.ts'
+import { loginCommand, logoutCommand, pollOptions } from './commands/login.ts'
+import { openCredentialStore, type CredentialStore } from './credentials.ts'
 
 export interface Io {
   out(line: string): void
@@ -27,11 +34,22 @@ const USAGE = `usage: service <command>
   deploy <dir>                   deploy an app directory (creates the app on first deploy)
   apps list                      list your apps
   releases list <app>            list an app's releases
+  login                          sign in through the browser; the token goes to the OS credential store
+  logout                         revoke the CLI's token and remove it from the credential store
+  app access-token list <app>    list an app's access tokens (svc_app_…)
+  app access-token create <app> [--name <name>]
+                                 create one; prints a one-time link that shows it to the owner
+  app access-token revoke <app> <tokenId>
+                                 revoke one; it stops working on the next request
+  app access-token request <app> [--name <name>]
+                                 without owner credentials: ask the owner to approve a token
   operator create-user --email <email> --company <name> [--admin] [--platform-admin]
                                  create a user and print an owner API token (operator key needed)
 
-environment: SERVICE_URL (default http://localhost:8787), SERVICE_TOKEN (owner API token),
-             SERVICE_OPERATOR_KEY or SERVICE_DATA_DIR (operator commands)`
+environment: SERVICE_URL (default http://localhost:8787), SERVICE_TOKEN (owner API token;
+             otherwise the one service login stored), SERVICE_CREDENTIALS_FILE (keep tokens
+             in this file instead of the OS credential store), SERVICE_OPERATOR_KEY or
+             SERVICE_DATA_DIR (operator commands)`
 
 const defaultIo: Io = {
   out: (line) => process.stdout.write(line + '\n'),
@@ -49,6 +67,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         url: { type: 'string' },
         email: { type: 'string' },
         company: { type: 'string' },
+        name: { type: 'string' },
         admin: { type: 'boolean' },
         'platform-admin': { type: 'boolean' },
         json: { type: 'boolean' },
@@ -60,12 +79,32 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
     return 2
   }
   const { values, positionals } = parsed
-  const [command, sub, arg] = positionals
+  const [command, sub, arg, arg2] = positionals
   if (values.help || !command) {
     io.out(USAGE)
     return command ? 0 : 2
   }
-  const client = createClient({ baseUrl: values.url ?? io.env.SERVICE_URL ?? 'http://localhost:8787', token: io.env.SERVICE_TOKEN })
+  const baseUrl = values.url ?? io.env.SERVICE_URL ?? 'http://localhost:8787'
+  try {
+    new URL(baseUrl)
+  } catch {
+    io.err(`service: the platform URL "${baseUrl}" is not a URL`)
+    return 2
+  }
+  let credentials: CredentialStore | undefined
+  const store = async () => (credentials ??= await openCredentialStore({ env: io.env }))
+  // The owner token: SERVICE_TOKEN, else the one `service login` stored (looked up only by
+  // commands that call the owner API).
+  const needsToken = ['deploy', 'apps', 'releases', 'app'].includes(command) && !(command === 'app' && arg === 'request')
+  let token = io.env.SERVICE_TOKEN || undefined
+  if (!token && needsToken) {
+    try {
+      token = (await (await store()).get(baseUrl)) ?? undefined
+    } catch (error) {
+      io.err(`warning: cannot read the stored token (${(error as Error).message}); set SERVICE_TOKEN or run service login`)
+    }
+  }
+  const client = createClient({ baseUrl, token })
   try {
     switch (command) {
       case 'validate':
@@ -77,6 +116,13 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         break
       case 'releases':
         if (sub === 'list') return await releasesListCommand(io, client, arg)
+        break
+      case 'login':
+        return await loginCommand(io, client, { store: await store(), poll: pollOptions(io.env, 11 * 60 * 1000) })
+      case 'logout':
+        return await logoutCommand(io, client, { store: await store() })
+      case 'app':
+        if (sub === 'access-token') return await accessTokenCommand(io, client, { action: arg, app: arg2, rest: positionals.slice(4), name: values.name })
         break
       case 'operator':
         if (sub === 'create-user') {
@@ -98,6 +144,32 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
       return 1
     }
     throw error
+  }
+}
+
+async function accessTokenCommand(
+  io: Io,
+  client: Client,
+  options: { action: string | undefined; app: string | undefined; rest: string[]; name: string | undefined },
+): Promise<number> {
+  const { action, app, rest, name } = options
+  const usage = (line: string) => {
+    io.err(`usage: service app access-token ${line}`)
+    return 2
+  }
+  switch (action) {
+    case 'list':
+      return app ? accessTokenListCommand(io, client, app) : usage('list <app>')
+    case 'create':
+      return app ? accessTokenCreateCommand(io, client, app, name) : usage('create <app> [--name <name>]')
+    case 'revoke':
+      return app && rest[0] ? accessTokenRevokeCommand(io, client, app, rest[0]) : usage('revoke <app> <tokenId>')
+    case 'request':
+      return app
+        ? accessTokenRequestCommand(io, client, { app, name, poll: pollOptions(io.env, 16 * 60 * 1000) })
+        : usage('request <app> [--name <name>]')
+    default:
+      return usage('list|create|revoke|request <app> ...')
   }
 }
 

@@ -17,9 +17,14 @@ import { classifyHost, hostUrls } from './http/hosts.ts'
 import { requireOwner, type OwnerEnv } from './http/owner-auth.ts'
 import { createHttpApp } from './http/server.ts'
 import type { AppSessionDeps } from './identity/app-sessions.ts'
+import { appTokenPages } from './identity/app-token-pages.ts'
+import { appTokenRequestRoutes, appTokenRoutes } from './identity/app-token-routes.ts'
 import { authRoutes } from './identity/auth-routes.ts'
+import { cliLoginPages, cliLoginRoutes, meTokenRoutes } from './identity/cli-login.ts'
 import { grantRoutes } from './identity/grant-routes.ts'
 import { meRoutes, operatorRoutes } from './identity/routes.ts'
+import { onboardingRoutes } from './identity/onboarding-routes.ts'
+import { organisationRoutes } from './identity/organisation-routes.ts'
 import { PLATFORM_SDK_VERSION } from './manifest/index.ts'
 
 export interface PlatformDeps {
@@ -48,21 +53,30 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const mailer = deps.mailer ?? createMailer({ db, clock, logger, smtpUrl: deps.config.smtpUrl, from: deps.config.mailFrom })
   const jwtKey = deriveKey(deps.masterKey, 'access-token-jwt')
   const sessions: AppSessionDeps = { db, clock, key: deriveKey(deps.masterKey, 'encryption'), ...deps.sessions }
+  const revealKey = deriveKey(deps.masterKey, 'app-token-reveal')
 
   const base = new Hono()
   base.get('/v1/health', (c) =>
     c.json({ status: 'ok', storage: { kind: db.kind, location: db.describe() }, sdkVersion: PLATFORM_SDK_VERSION }))
   base.route('/v1/operator', operatorRoutes({ db, clock, operatorKey: deps.operatorKey }))
+  base.route('/v1/me/token', meTokenRoutes({ db, clock }))
   base.route('/v1/me', meRoutes({ db, clock }))
+  base.route('/v1/cli/logins', cliLoginRoutes({ db, clock, urls }))
+  base.route('/v1/app-token-requests', appTokenRequestRoutes({ db, clock, urls }))
   base.route('/_dev/mail', devMailRoutes({ db, production: deps.config.production }))
+  base.route('/v1/onboarding', onboardingRoutes({ db, clock, mailer, urls }))
+  base.route('/v1/organisation', organisationRoutes({ db, clock, mailer, urls }))
   const owner = new Hono<OwnerEnv>()
   owner.use('*', requireOwner({ db, clock }))
   owner.route('/', appRoutes({ db, urls }))
   owner.route('/', deployRoutes({ db, clock }))
   owner.route('/', grantRoutes({ db }))
+  owner.route('/', appTokenRoutes({ db, clock, urls, revealKey }))
   base.route('/v1/apps', owner)
 
   const auth = authRoutes({ db, clock, logger, mailer, urls, cookies, registration: deps.config.registration })
+  auth.route('/', appTokenPages({ db, clock, logger, urls, cookies, revealKey }))
+  auth.route('/', cliLoginPages({ db, clock, logger, urls, cookies }))
 
   const app = appEdge({
     db,

@@ -39,10 +39,11 @@ export async function startHarness(existing?: TestDb, overrides: Partial<Pick<Pl
     logger: silentLogger,
     operatorKey,
   })
+  const base = new URL(overrides.baseUrl ?? BASE)
   const request: Harness['request'] = (path, init = {}) => {
     const { host, token, json, ...rest } = init
-    const url = new URL(path, BASE)
-    if (host) url.host = `${host}.localhost:8787`
+    const url = new URL(path, base)
+    if (host) url.host = `${host}.${base.host}`
     const headers = new Headers(rest.headers)
     if (token) headers.set('authorization', `Bearer ${token}`)
     if (json !== undefined) headers.set('content-type', 'application/json')

@@ -17,13 +17,15 @@ import { mintAccessToken, verifyAccessToken } from '../identity/access-tokens.ts
 import { appSessionById, exchangeCode, resolveAppSession, signOutAppSession, type AppSessionDeps } from '../identity/app-sessions.ts'
 import { clearCookie, COOKIES, readCookie, writeCookie, type CookieOptions } from '../identity/cookies.ts'
 import { accessReason } from '../identity/grants.ts'
+import { APP_TOKEN_PREFIX, verifyAppToken } from '../identity/app-tokens.ts'
 import { page, escapeHtml } from '../identity/pages.ts'
 import type { User } from '../identity/users.ts'
 
 export interface Caller {
   user: User | null
   appSessionId: string | null
-  via: 'anonymous' | 'session' | 'access_token'
+  /** `app_token`: an app access token (`svc_app_…`), acting as the app's owner at runtime. */
+  via: 'anonymous' | 'session' | 'access_token' | 'app_token'
 }
 
 type EdgeEnv = { Variables: { app: App; caller: Caller } }
@@ -109,6 +111,15 @@ export function appEdge(deps: EdgeDeps) {
     const authorization = c.req.header('authorization')
     if (authorization) {
       const match = /^Bearer ([^\s]+)$/i.exec(authorization)
+      if (match?.[1]?.startsWith(APP_TOKEN_PREFIX)) {
+        // Revalidated on every request: revoked, other app, or owner no longer confirmed → 401.
+        const verified = await verifyAppToken(deps.db, deps.clock, match[1])
+        if (!verified || verified.app.id !== app.id) {
+          throw new ServiceError('AUTH_REQUIRED', 'the app access token is not valid for this app')
+        }
+        c.set('caller', { user: verified.owner, appSessionId: null, via: 'app_token' })
+        return next()
+      }
       const claims = match ? await verifyAccessToken(deps.jwtKey, deps.clock, match[1]!, app.id) : null
       const state = claims ? await appSessionById(deps.sessions, app.id, claims.sid) : { status: 'none' as const }
       if (state.status !== 'active' || state.user.id !== claims!.sub) {

@@ -15,7 +15,7 @@ import { issueCode } from './app-sessions.ts'
 import { clearCookie, COOKIE_PATHS, COOKIES, readCookie, writeCookie, type CookieOptions } from './cookies.ts'
 import { LIFETIMES } from './lifetimes.ts'
 import { checkOrigin, csrfToken, readForm } from './forms.ts'
-import { escapeHtml, hidden, page } from './pages.ts'
+import { contentSecurityPolicy, escapeHtml, hidden, page } from './pages.ts'
 import { createSession, revokeSession, sessionFromCookie } from './sessions.ts'
 import { approveLink, bindPreview, claimApproved, claimState, inspectLink, startRequest } from './sign-in-requests.ts'
 import { createUser, findUserById, findUserByEmail, normaliseEmail, type User } from './users.ts'
@@ -143,6 +143,16 @@ export function authRoutes(deps: AuthRouteDeps) {
     const [row] = await db.query<{ password_hash: string | null }>('select password_hash from platform.users where id = $1', [userId])
     return row?.password_hash ?? null
   }
+
+  // Forms here end on app origins (claim -> /authorize -> app callback): allow those.
+  const base = new URL(deps.urls.base)
+  const formAction = `'self' ${base.protocol}//*.${base.host}`
+  routes.use('*', async (c, next) => {
+    await next()
+    if (c.res.headers.get('content-type')?.startsWith('text/html')) {
+      c.res.headers.set('content-security-policy', contentSecurityPolicy(formAction))
+    }
+  })
 
   routes.onError((error, c) => {
     if (error instanceof ServiceError && error.code === 'RATE_LIMITED') {

@@ -20,8 +20,15 @@ button{margin-top:1rem;padding:.55rem 1.1rem;border:0;border-radius:.375rem;back
 /**
  * Renders a page through the request context, so cookies the handler set are sent with it.
  */
-const CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; " +
-  "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+/**
+ * The pages' Content-Security-Policy. `formAction` lists where a form may submit and where
+ * the redirects after a submission may lead (browsers apply form-action to both): the
+ * central sign-in's forms end on app origins, so it passes those.
+ */
+export function contentSecurityPolicy(formAction = "'self'"): string {
+  return "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; " +
+    `form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`
+}
 
 export function page(
   c: Context,
@@ -30,15 +37,17 @@ export function page(
   options: { status?: number; script?: string; headers?: Record<string, string> } = {},
 ): Response {
   const html = `<!doctype html><html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="no-referrer">
+<meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="same-origin">
 <title>${escapeHtml(title)}</title><style>${STYLE}</style></head><body><main>${body}</main>${
     options.script ? `<script>${options.script}</script>` : ''}</body></html>`
   return c.body(html, (options.status ?? 200) as ContentfulStatusCode, {
     'content-type': 'text/html; charset=utf-8',
     'cache-control': 'no-store',
     'x-frame-options': 'DENY',
-    'referrer-policy': 'no-referrer',
-    'content-security-policy': CSP,
+    // same-origin, not no-referrer: with no-referrer browsers send "Origin: null" on form
+    // posts, which the Origin check must refuse. Nothing leaves for another origin.
+    'referrer-policy': 'same-origin',
+    'content-security-policy': contentSecurityPolicy(),
     ...options.headers,
   })
 }

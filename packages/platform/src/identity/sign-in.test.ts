@@ -99,6 +99,16 @@ describe(`email-link sign-in and private-app admission (${backend})`, () => {
     assert.equal((await b.post(`${AUTH}/sign-in`, { csrf: 'forged', email: 'owner@acme.test' })).status, 403)
   })
 
+  test('auth pages let browsers send a real Origin and let forms continue to app origins', async () => {
+    const res = await new CookieClient(h).fetch(`${AUTH}/sign-in`)
+    // no-referrer would make browsers send "Origin: null" on form posts, which is refused.
+    assert.equal(res.headers.get('referrer-policy'), 'same-origin')
+    assert.match(res.headers.get('content-security-policy')!, /form-action 'self' http:\/\/\*\.localhost:8787;/)
+    const b = new CookieClient(h)
+    const html = await (await b.fetch(`${AUTH}/sign-in`)).text()
+    assert.equal((await b.post(`${AUTH}/sign-in`, { csrf: field(html, 'csrf'), email: 'owner@acme.test' }, 'null')).status, 403)
+  })
+
   test('a link works once: a replay is refused', async () => {
     const b = new CookieClient(h)
     const { link } = await requestLink(b, 'owner@acme.test')

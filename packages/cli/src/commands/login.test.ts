@@ -1,0 +1,109 @@
+import assert from 'node:assert/strict'
+import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { AddressInfo } from 'node:net'
+import { after, before, describe, test } from 'node:test'
+import { serve, type ServerType } from '@hono/node-server'
+import { startHarness, type Harness } from '../../../platform/test/harness.ts'
+import { backend } from '../../../platform/test/test-db.ts'
+import { CookieClient, field } from '../../../platform/test/cookie-client.ts'
+import { deployPage, signInTo } from '../../../platform/test/sign-in-flow.ts'
+import { main, type Io } from '../main.ts'
+
+function capture(env: Record<string, string | undefined>) {
+  const out: string[] = []
+  const err: string[] = []
+  const io: Io = { out: (l) => out.push(l), err: (l) => err.push(l), env }
+  return { io, out, err }
+}
+
+/** Waits until the CLI has printed a line matching `pattern`; returns the match. */
+async function printed(lines: string[], pattern: RegExp): Promise<string> {
+  for (let i = 0; i < 500; i++) {
+    const line = lines.find((l) => pattern.test(l))
+    if (line) return pattern.exec(line)![0]
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  throw new Error(`the CLI never printed ${pattern}`)
+}
+
+describe(`service login and logout over HTTP (${backend})`, () => {
+  let h: Harness
+  let server: ServerType
+  let baseUrl: string
+  before(async () => {
+    h = await startHarness()
+    const owner = await h.createOwner('owner@acme.test')
+    await deployPage(h, owner.token, 'vault', 'private', 'vault page')
+    server = await new Promise<ServerType>((resolve) => {
+      const s = serve({ fetch: (req) => {
+        const url = new URL(req.url)
+        url.host = 'localhost:8787'
+        const headers = new Headers(req.headers)
+        headers.set('host', url.host)
+        return h.platform.fetch(new Request(url, { method: req.method, headers, body: req.body, duplex: 'half' } as RequestInit))
+      }, port: 0, hostname: '127.0.0.1' }, () => resolve(s))
+    })
+    baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  })
+  after(async () => {
+    server.close()
+    await h.close()
+  })
+
+  test('login prints a URL and code, waits for approval in the browser, keeps the token in a 0600 file and never prints it', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'svc-login-')), 'service', 'credentials.json')
+    const env = { SERVICE_URL: baseUrl, SERVICE_CREDENTIALS_FILE: file, SERVICE_POLL_INTERVAL_MS: '10' }
+    const login = capture(env)
+    const running = main(['login'], login.io)
+
+    // The person's browser: signed in at the auth host, opens the URL, checks the code, approves.
+    const approveUrl = await printed(login.out, /http:\/\/auth\.localhost:8787\/cli\/login\/[0-9a-f-]{36}/)
+    const code = await printed(login.out, /[A-Z]{4}-[A-Z]{4}/)
+    const browser = new CookieClient(h)
+    await signInTo(browser, 'vault', 'owner@acme.test')
+    const review = await browser.fetch(approveUrl)
+    const html = await review.text()
+    assert.ok(html.includes(code))
+    assert.equal((await browser.post(approveUrl, { csrf: field(html, 'csrf') })).status, 200)
+
+    assert.equal(await running, 0, login.err.join('\n'))
+    assert.equal(login.out.at(-1), 'signed in as owner@acme.test')
+    assert.doesNotMatch([...login.out, ...login.err].join('\n'), /svc_owner_/)
+    assert.equal(statSync(file).mode & 0o777, 0o600)
+    const stored = (JSON.parse(readFileSync(file, 'utf8')) as { credentials: Record<string, { token: string }> }).credentials
+    const token = stored[baseUrl]!.token
+    assert.match(token, /^svc_owner_/)
+
+    // Later commands use the stored token when SERVICE_TOKEN is not set.
+    const list = capture(env)
+    assert.equal(await main(['apps', 'list'], list.io), 0, list.err.join('\n'))
+    assert.match(list.out[0]!, /^vault\s+private/)
+
+    const logout = capture(env)
+    assert.equal(await main(['logout'], logout.io), 0)
+    assert.match(logout.out[0]!, /^signed out/)
+    assert.equal((await h.request('/v1/me', { token })).status, 401, 'the token is revoked on the platform')
+    assert.ok(existsSync(file))
+    assert.deepEqual((JSON.parse(readFileSync(file, 'utf8')) as { credentials: object }).credentials, {})
+
+    const again = capture(env)
+    assert.equal(await main(['logout'], again.io), 0)
+    assert.match(again.out[0]!, /^not signed in/)
+    const signedOut = capture(env)
+    assert.equal(await main(['apps', 'list'], signedOut.io), 1)
+    assert.match(signedOut.err[0]!, /^error UNAUTHENTICATED/)
+  })
+
+  test('login gives up with exit 1 when the login expires unapproved', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'svc-login-')), 'credentials.json')
+    const login = capture({ SERVICE_URL: baseUrl, SERVICE_CREDENTIALS_FILE: file, SERVICE_POLL_INTERVAL_MS: '10' })
+    const running = main(['login'], login.io)
+    await printed(login.out, /cli\/login\//)
+    h.clock.advance(10 * 60 * 1000 + 1000)
+    assert.equal(await running, 1)
+    assert.match(login.err.join('\n'), /LOGIN_EXPIRED/)
+    assert.ok(!existsSync(file))
+  })
+})
