@@ -27,6 +27,10 @@ export interface Config {
   readonly mailFrom: string
   /** SERVICE_REGISTRATION: whether an unknown address may create an account by signing in. */
   readonly registration: boolean
+  /** Sign-in and password attempts allowed per 15 minutes, per address and per client. */
+  readonly signInLimits: { readonly perAddress: number; readonly perClient: number }
+  /** SERVICE_TRUST_PROXY: take the client address from the first X-Forwarded-For hop. */
+  readonly trustProxy: boolean
 }
 
 export class ConfigError extends Error {
@@ -38,6 +42,15 @@ function integer(name: string, raw: string | undefined, fallback: number): numbe
   const value = Number(raw)
   if (!Number.isInteger(value) || value < 0 || value > 65535) {
     throw new ConfigError(`${name} must be a whole number from 0 to 65535, got "${raw}"`)
+  }
+  return value
+}
+
+function positive(name: string, raw: string | undefined, fallback: number): number {
+  if (raw === undefined || raw === '') return fallback
+  const value = Number(raw)
+  if (!Number.isInteger(value) || value < 1 || value > 1_000_000) {
+    throw new ConfigError(`${name} must be a whole number from 1 to 1000000, got "${raw}"`)
   }
   return value
 }
@@ -95,5 +108,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     smtpUrl,
     mailFrom: env.SERVICE_MAIL_FROM || `Service <no-reply@${baseUrl.hostname}>`,
     registration: flag('SERVICE_REGISTRATION', env.SERVICE_REGISTRATION, true),
+    signInLimits: Object.freeze({
+      perAddress: positive('SERVICE_SIGNIN_LIMIT_PER_ADDRESS', env.SERVICE_SIGNIN_LIMIT_PER_ADDRESS, 10),
+      perClient: positive('SERVICE_SIGNIN_LIMIT_PER_CLIENT', env.SERVICE_SIGNIN_LIMIT_PER_CLIENT, 100),
+    }),
+    trustProxy: flag('SERVICE_TRUST_PROXY', env.SERVICE_TRUST_PROXY, false),
   })
 }

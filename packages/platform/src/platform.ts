@@ -28,7 +28,8 @@ import { organisationRoutes } from './identity/organisation-routes.ts'
 import { PLATFORM_SDK_VERSION } from './manifest/index.ts'
 
 export interface PlatformDeps {
-  config: Pick<Config, 'baseUrl' | 'production' | 'smtpUrl' | 'mailFrom' | 'registration'>
+  config: Pick<Config, 'baseUrl' | 'production' | 'smtpUrl' | 'mailFrom' | 'registration'> &
+    Partial<Pick<Config, 'signInLimits' | 'trustProxy'>>
   db: Db
   clock: Clock
   logger: Logger
@@ -74,7 +75,11 @@ export function createPlatform(deps: PlatformDeps): Platform {
   owner.route('/', appTokenRoutes({ db, clock, urls, revealKey }))
   base.route('/v1/apps', owner)
 
-  const auth = authRoutes({ db, clock, logger, mailer, urls, cookies, registration: deps.config.registration })
+  const auth = authRoutes({
+    db, clock, logger, mailer, urls, cookies, registration: deps.config.registration,
+    ...(deps.config.signInLimits ? { limits: deps.config.signInLimits } : {}),
+    trustProxy: deps.config.trustProxy ?? false,
+  })
   auth.route('/', appTokenPages({ db, clock, logger, urls, cookies, revealKey }))
   auth.route('/', cliLoginPages({ db, clock, logger, urls, cookies }))
 

@@ -19,6 +19,8 @@ export interface App {
   name: string
   visibility: Visibility
   status: AppStatus
+  /** Why a paused app is paused, e.g. `verification_required`. */
+  pausedReason: string | null
   activeReleaseId: string | null
   createdAt: Date
   updatedAt: Date
@@ -32,12 +34,13 @@ interface AppRow extends Record<string, unknown> {
   name: string
   visibility: Visibility
   status: AppStatus
+  paused_reason: string | null
   active_release_id: string | null
   created_at: Date
   updated_at: Date
 }
 
-const APP_COLUMNS = 'id, organisation_id, owner_id, slug, name, visibility, status, active_release_id, created_at, updated_at'
+const APP_COLUMNS = 'id, organisation_id, owner_id, slug, name, visibility, status, paused_reason, active_release_id, created_at, updated_at'
 
 function fromRow(row: AppRow): App {
   return {
@@ -48,6 +51,7 @@ function fromRow(row: AppRow): App {
     name: row.name,
     visibility: row.visibility,
     status: row.status,
+    pausedReason: row.paused_reason,
     activeReleaseId: row.active_release_id,
     createdAt: row.created_at,
     updatedAt: row.updated_at,

@@ -17,6 +17,7 @@ import { mintAccessToken, verifyAccessToken } from '../identity/access-tokens.ts
 import { appSessionById, exchangeCode, resolveAppSession, signOutAppSession, type AppSessionDeps } from '../identity/app-sessions.ts'
 import { clearCookie, COOKIES, readCookie, writeCookie, type CookieOptions } from '../identity/cookies.ts'
 import { accessReason } from '../identity/grants.ts'
+import { VERIFICATION_REQUIRED } from '../identity/confirmation.ts'
 import { APP_TOKEN_PREFIX, verifyAppToken } from '../identity/app-tokens.ts'
 import { page, escapeHtml } from '../identity/pages.ts'
 import type { User } from '../identity/users.ts'
@@ -68,7 +69,15 @@ export function appEdge(deps: EdgeDeps) {
     const app = await findAppBySlug(deps.db, slug)
     if (!app) throw new ServiceError('APP_NOT_FOUND', `no app is deployed at ${slug}`)
     if (app.status !== 'active') {
-      throw new ServiceError('APP_NOT_ACTIVE', `this app is ${app.status}`, { details: { status: app.status } })
+      if (app.pausedReason === VERIFICATION_REQUIRED && wantsPage(c)) {
+        const resend = `${deps.urls.auth}/verification/resend?app=${encodeURIComponent(app.slug)}`
+        return page(c, 'Paused', `<h1>This app is paused</h1>
+          <p>Its owner has not confirmed their email address yet. Everything is kept; the app runs again as soon as
+          the owner confirms.</p><p><a href="${escapeHtml(resend)}">Send the owner a new confirmation link</a></p>`, { status: 503 })
+      }
+      throw new ServiceError('APP_NOT_ACTIVE', `this app is ${app.status}`, {
+        details: { status: app.status, ...(app.pausedReason ? { reason: app.pausedReason } : {}) },
+      })
     }
     c.set('app', app)
     await next()

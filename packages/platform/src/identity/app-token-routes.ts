@@ -6,6 +6,7 @@
  *   poll it. The owner approves in the browser (app-token-pages.ts); the poll answers only
  *   the new token's id, never its value.
  */
+import { limitPerClient } from '../http/client-address.ts'
 import { Hono } from 'hono'
 import type { Db } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
@@ -76,6 +77,8 @@ export function appTokenRoutes(deps: AppTokenRouteDeps) {
 export function appTokenRequestRoutes(deps: Omit<AppTokenRouteDeps, 'revealKey'>) {
   const { db, clock } = deps
   const routes = new Hono()
+  // Unauthenticated: bounded per client address so nobody can flood it.
+  routes.post('/', limitPerClient({ db: deps.db, clock: deps.clock }, { name: 'app-token-request-client', limit: 30, windowSeconds: 15 * 60 }))
 
   routes.post('/', async (c) => {
     const body = await readObject(c, 4096)

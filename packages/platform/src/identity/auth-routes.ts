@@ -24,7 +24,7 @@ import { companyPages } from './company-pages.ts'
 import { confirmOnboarding } from './onboarding.ts'
 import { checkPassword, hashPassword, verifyPassword } from './passwords.ts'
 import { createRateLimiter, rateLimited, type RateRule } from '../lib/rate-limit.ts'
-import { getConnInfo } from '@hono/node-server/conninfo'
+import { clientAddress } from '../http/client-address.ts'
 
 export interface Mail {
   send(message: { to: string; subject: string; text: string; html?: string }): Promise<void>
@@ -46,19 +46,6 @@ export interface AuthRouteDeps {
 }
 
 const WINDOW_SECONDS = 15 * 60
-
-/** The client's network address, for per-client rate limits. */
-function clientAddress(c: Context, trustProxy: boolean): string {
-  if (trustProxy) {
-    const forwarded = c.req.header('x-forwarded-for')?.split(',')[0]?.trim()
-    if (forwarded) return forwarded
-  }
-  try {
-    return getConnInfo(c).remote.address ?? 'unknown'
-  } catch {
-    return 'unknown'
-  }
-}
 
 /** A `continue` target: a path on the auth host, never another origin. */
 export function safeContinue(value: string | undefined | null): string {

@@ -125,4 +125,13 @@ describe(`service login through the browser (${backend})`, () => {
     assert.equal((await h.request('/v1/me/token', { token, method: 'DELETE' })).status, 401)
     assert.equal((await h.request('/v1/me', { token: kept.token })).status, 200)
   })
+
+  test('starting CLI logins is limited per client address', async () => {
+    const statuses: number[] = []
+    for (let i = 0; i < 31; i++) statuses.push((await h.request('/v1/cli/logins', { json: {} })).status)
+    assert.equal(statuses.filter((s) => s === 201).length <= 30, true)
+    assert.equal(statuses.at(-1), 429)
+    h.clock.advance(15 * 60 * 1000)
+    assert.equal((await h.request('/v1/cli/logins', { json: {} })).status, 201)
+  })
 })

@@ -10,6 +10,7 @@
  * Also `DELETE /v1/me/token`, with which `service logout` revokes the token it holds.
  */
 import { randomInt } from 'node:crypto'
+import { limitPerClient } from '../http/client-address.ts'
 import { Hono } from 'hono'
 import { first, type Db, type Queryable } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
@@ -124,6 +125,8 @@ export async function pollCliLogin(
 export function cliLoginRoutes(deps: { db: Db; clock: Clock; urls: HostUrls }) {
   const { db, clock } = deps
   const routes = new Hono()
+  // Unauthenticated: bounded per client address so nobody can flood it.
+  routes.post('/', limitPerClient({ db: deps.db, clock: deps.clock }, { name: 'cli-login-client', limit: 30, windowSeconds: 15 * 60 }))
   routes.post('/', async (c) => {
     const login = await startCliLogin(db, clock)
     return c.json({

@@ -16,6 +16,9 @@ export function grantRoutes(deps: { db: Db }) {
     return c.json({ grants: grants.map((g) => ({ userId: g.user_id, email: g.email, createdAt: g.created_at.toISOString() })) })
   })
   routes.post('/:appId/grants', async (c) => {
+    if (!c.var.user.emailConfirmedAt) {
+      throw new ServiceError('CONFIRMATION_REQUIRED', 'confirm your email address before sharing apps')
+    }
     const app = await getOwnedApp(deps.db, c.var.user, c.req.param('appId'))
     const email = normaliseEmail((await readObject(c)).email)
     const grantee = await findUserByEmail(deps.db, email)

@@ -3,6 +3,7 @@
  * and the agent's `POST /v1/onboarding/:id/poll`. No credential comes back until the person
  * has confirmed by the scanner-safe email link and belongs to a company.
  */
+import { limitPerClient } from '../http/client-address.ts'
 import { Hono } from 'hono'
 import type { Db } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
@@ -19,6 +20,8 @@ import { createUser, findUserByEmail, normaliseEmail } from './users.ts'
 export function onboardingRoutes(deps: { db: Db; clock: Clock; mailer: Mail; urls: HostUrls }) {
   const { db, clock } = deps
   const routes = new Hono()
+  // Unauthenticated: bounded per client address so nobody can flood it.
+  routes.post('/', limitPerClient({ db: deps.db, clock: deps.clock }, { name: 'onboarding-client', limit: 30, windowSeconds: 15 * 60 }))
   const limiter = createRateLimiter({ db, clock })
 
   routes.post('/', async (c) => {

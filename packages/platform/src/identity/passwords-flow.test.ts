@@ -10,6 +10,7 @@ import { deployBundle } from '../deploy/deploy.ts'
 import { COOKIES } from './cookies.ts'
 import { enforceConfirmationDeadlines } from './confirmation.ts'
 import { findUserByEmail } from './users.ts'
+import { issueOwnerToken } from './owner-tokens.ts'
 
 const HOUR = 60 * 60 * 1000
 
@@ -157,6 +158,18 @@ describe(`passwords, registration and unconfirmed accounts (${backend})`, () => 
     assert.equal((await findAppBySlug(h.t.db, 'late-app'))!.status, 'paused')
     const paused = await new CookieClient(h).fetch(`${appUrl('late-app')}/`, { headers: { accept: 'application/json' } })
     assert.equal(paused.status, 503)
+    assert.deepEqual(((await paused.json()) as { error: { details: unknown } }).error.details, { status: 'paused', reason: 'verification_required' })
+    const pausedPage = await new CookieClient(h).fetch(`${appUrl('late-app')}/`)
+    assert.equal(pausedPage.status, 503)
+    const pausedHtml = await pausedPage.text()
+    assert.match(pausedHtml, /This app is paused/)
+    assert.doesNotMatch(pausedHtml, /late page/)
+    const resendUrl = /href="([^"]+verification\/resend[^"]+)"/.exec(pausedHtml)![1]!.replace(/&amp;/g, '&')
+    const visitor = new CookieClient(h)
+    const resendForm = await (await visitor.fetch(resendUrl)).text()
+    const mailsBefore = (await listDevMail(h.t.db, { to: 'late@new.test' })).length
+    assert.equal((await visitor.post(`${AUTH}/verification/resend`, { csrf: field(resendForm, 'csrf'), app: field(resendForm, 'app') })).status, 200)
+    assert.equal((await listDevMail(h.t.db, { to: 'late@new.test' })).length, mailsBefore + 1, 'the resend action mails the owner')
     const [open] = await h.t.db.query<{ n: number }>(
       'select count(*)::int as n from platform.sessions where user_id = $1 and revoked_at is null', [late.id])
     assert.equal(open!.n, 0)
@@ -174,7 +187,18 @@ describe(`passwords, registration and unconfirmed accounts (${backend})`, () => 
     assert.equal((await passwordSignIn(new CookieClient(h), 'late@new.test', 'late password')).status, 303)
   })
 
-  test('the resend action sends a new confirmation link to the owner of a paused app', async () => {
+  test('an unconfirmed owner cannot share an app (an owner-only action)', async () => {
+    const b = new CookieClient(h)
+    await passwordSignIn(b, 'sharer@new.test', 'sharer password')
+    const sharer = (await findUserByEmail(h.t.db, 'sharer@new.test'))!
+    await createApp(h.t.db, sharer, { slug: 'sharer-app', visibility: 'private' })
+    const { token } = await issueOwnerToken(h.t.db, sharer.id, 'test')
+    const res = await h.request('/v1/apps/sharer-app/grants', { token, json: { email: 'owner@acme.test' } })
+    assert.equal(res.status, 403)
+    assert.equal(((await res.json()) as { error: { code: string } }).error.code, 'CONFIRMATION_REQUIRED')
+  })
+
+  test('the resend action sends a new confirmation link to an unconfirmed account', async () => {
     const b = new CookieClient(h)
     await passwordSignIn(b, 'again@new.test', 'again password')
     const before = (await listDevMail(h.t.db, { to: 'again@new.test' })).length

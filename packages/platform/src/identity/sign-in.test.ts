@@ -176,6 +176,19 @@ describe(`email-link sign-in and private-app admission (${backend})`, () => {
     assert.equal((await b.fetch(`${appUrl('vault')}/`)).status, 403)
   })
 
+  test('a platform administrator may open any active app for review, without owner control', async () => {
+    const created = await h.request('/v1/operator/users', { token: h.operatorKey, json: { email: 'admin@platform.test', company: 'Platform', platformAdmin: true } })
+    const adminToken = ((await created.json()) as { token: string }).token
+    const b = new CookieClient(h)
+    const { response } = await signInTo(b, 'vault', 'admin@platform.test')
+    assert.equal(response.status, 200)
+    assert.equal(await response.text(), 'vault page')
+    const me = (await (await b.fetch(`${appUrl('vault')}/_service/auth/user`)).json()) as { user: { email: string } }
+    assert.equal(me.user.email, 'admin@platform.test', 'with their own identity')
+    assert.equal((await h.request('/v1/apps/vault', { token: adminToken })).status, 404, 'no control-plane access')
+    assert.equal((await h.request('/v1/apps/vault/grants', { token: adminToken })).status, 404)
+  })
+
   test("one app's session cookie is worthless on another app", async () => {
     const b = new CookieClient(h)
     await signInTo(b, 'vault', 'owner@acme.test')

@@ -1,0 +1,32 @@
+/**
+ * The client's network address, for per-client rate limits: the socket's peer, or the first
+ * X-Forwarded-For hop when the platform runs behind a proxy it trusts (SERVICE_TRUST_PROXY).
+ * In-process requests (tests) have no socket and share the address "unknown".
+ */
+import type { Context, MiddlewareHandler } from 'hono'
+import { getConnInfo } from '@hono/node-server/conninfo'
+import type { Queryable } from '../db/db.ts'
+import type { Clock } from '../lib/clock.ts'
+import { createRateLimiter, rateLimited, type RateRule } from '../lib/rate-limit.ts'
+
+export function clientAddress(c: Context, trustProxy = false): string {
+  if (trustProxy) {
+    const forwarded = c.req.header('x-forwarded-for')?.split(',')[0]?.trim()
+    if (forwarded) return forwarded
+  }
+  try {
+    return getConnInfo(c).remote.address ?? 'unknown'
+  } catch {
+    return 'unknown'
+  }
+}
+
+/** Middleware: at most `rule.limit` requests per client address per window (429 beyond). */
+export function limitPerClient(deps: { db: Queryable; clock: Clock; trustProxy?: boolean }, rule: RateRule): MiddlewareHandler {
+  const limiter = createRateLimiter(deps)
+  return async (c, next) => {
+    const result = await limiter.hit(rule, clientAddress(c, deps.trustProxy ?? false))
+    if (!result.allowed) throw rateLimited(result.retryAfterSeconds)
+    await next()
+  }
+}
