@@ -26,6 +26,7 @@ import { meRoutes, operatorRoutes } from './identity/routes.ts'
 import { onboardingRoutes } from './identity/onboarding-routes.ts'
 import { organisationRoutes } from './identity/organisation-routes.ts'
 import { PLATFORM_SDK_VERSION } from './manifest/index.ts'
+import { createDataApi, createSchemaCache } from './data-api/index.ts'
 
 export interface PlatformDeps {
   config: Pick<Config, 'baseUrl' | 'production' | 'smtpUrl' | 'mailFrom' | 'registration'> &
@@ -91,6 +92,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     cookies,
     jwtKey,
     sessions,
+    dataApi: createDataApi({ db, schemas: createSchemaCache() }),
     slugOf: (request) => {
       const target = classifyHost(request.headers.get('host') ?? new URL(request.url).host, deps.config.baseUrl)
       return target.kind === 'app' ? target.slug : ''

@@ -208,7 +208,11 @@ function inputArguments(row: FunctionRow): FunctionArgument[] {
  * Schemas by namespace and release. A deploy that runs migrations makes a new release, so a
  * new key; old entries are dropped when the cache grows past its bound.
  */
-export function createSchemaCache(options: { maxEntries?: number } = {}) {
+export interface SchemaCache {
+  get(db: Queryable, key: { schemaName: string; releaseId: string }): Promise<Schema>
+}
+
+export function createSchemaCache(options: { maxEntries?: number } = {}): SchemaCache {
   const entries = new Map<string, Promise<Schema>>()
   const max = options.maxEntries ?? 256
   return {

@@ -69,12 +69,12 @@ export async function findNamespace(
 function wrapperSql(namespace: Namespace, role: NamespaceRole): string {
   const fn = `platform_exec.${ident(roleName(namespace, role))}`
   return `
-create function ${fn}(claims text, statement text, params jsonb) returns jsonb
+create function ${fn}(claims text, statement text, params jsonb) returns json
 language plpgsql security definer
 set search_path = ${ident(namespace.schemaName)}, extensions
 as $wrapper$
 declare
-  result jsonb;
+  result json;
 begin
   perform pg_catalog.set_config('request.jwt.claims', coalesce(claims, ''), true);
   if params is null then
@@ -143,8 +143,8 @@ export interface RunAsOptions {
 }
 
 /**
- * Runs app SQL as one namespace role and returns the statement's single jsonb value (null
- * for scripts). Call it inside the caller's transaction so a failure rolls everything back.
+ * Runs app SQL as one namespace role and returns the statement's single json value (null
+ * for scripts; json, not jsonb, so objects keep their key order). Call it inside the caller's transaction so a failure rolls everything back.
  */
 export async function runAsRole(
   db: Queryable,

@@ -21,6 +21,7 @@ import { VERIFICATION_REQUIRED } from '../identity/confirmation.ts'
 import { APP_TOKEN_PREFIX, verifyAppToken } from '../identity/app-tokens.ts'
 import { page, escapeHtml } from '../identity/pages.ts'
 import type { User } from '../identity/users.ts'
+import type { DataApi } from '../data-api/index.ts'
 
 export interface Caller {
   user: User | null
@@ -39,6 +40,7 @@ export interface EdgeDeps {
   cookies: CookieOptions
   jwtKey: Uint8Array
   sessions: AppSessionDeps
+  dataApi: DataApi
   slugOf: (request: Request) => string
 }
 
@@ -187,9 +189,8 @@ export function appEdge(deps: EdgeDeps) {
     return next()
   })
 
-  edge.all('/rest/v1/*', () => {
-    throw notImplemented('The data API (/rest/v1)')
-  })
+  edge.all('/rest/v1/*', (c) => deps.dataApi.handle(c.var.app, c.var.caller, c.req.raw))
+  edge.all('/rest/v1', (c) => deps.dataApi.handle(c.var.app, c.var.caller, c.req.raw))
   edge.all('/_service/*', (c) => {
     throw notImplemented(`The runtime endpoint ${new URL(c.req.url).pathname}`)
   })
