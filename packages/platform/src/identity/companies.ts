@@ -7,8 +7,7 @@ import { first, type Queryable } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
 import { ServiceError } from '../lib/errors.ts'
 import { LIFETIMES } from './lifetimes.ts'
-import { browserSecret, hashSecret } from './secrets.ts'
-import { safeEqual } from '../lib/crypto.ts'
+import { browserSecret, matchesHash } from './secrets.ts'
 import type { User } from './users.ts'
 
 /** Creates a company with the person as its administrator. */
@@ -62,7 +61,7 @@ export async function findInvitation(db: Queryable, clock: Clock, id: string, ke
   const row = await first<{ id: string; organisation_id: string; name: string; email: string; expires_at: Date; accepted_at: Date | null; key_hash: Uint8Array }>(db,
     `select i.id, i.organisation_id, o.name, i.email, i.expires_at, i.accepted_at, i.key_hash
        from platform.invitations i join platform.organisations o on o.id = i.organisation_id where i.id = $1`, [id])
-  if (!row || !safeEqual(Buffer.from(row.key_hash).toString('hex'), hashSecret(key).toString('hex'))) return null
+  if (!row || !matchesHash(row.key_hash, key)) return null
   if (row.expires_at <= clock.now()) return null
   return { id: row.id, organisationId: row.organisation_id, organisationName: row.name, email: row.email, expiresAt: row.expires_at, acceptedAt: row.accepted_at }
 }

@@ -8,9 +8,8 @@
  */
 import { first, type Queryable } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
-import { safeEqual } from '../lib/crypto.ts'
 import { issueOwnerToken } from './owner-tokens.ts'
-import { browserSecret, hashSecret } from './secrets.ts'
+import { browserSecret, matchesHash } from './secrets.ts'
 import type { User } from './users.ts'
 
 export type OnboardingStatus = 'awaiting_confirmation' | 'organisation_setup_required' | 'ready'
@@ -85,7 +84,7 @@ export type PollAnswer = { status: OnboardingStatus; token?: string } | null
 export async function pollOnboarding(db: Queryable, clock: Clock, id: string, pollToken: string): Promise<PollAnswer> {
   if (!/^[0-9a-f-]{36}$/i.test(id) || pollToken.length > 100) return null
   const row = await first<Row>(db, `select ${COLUMNS} from platform.onboarding_requests where id = $1 for update`, [id])
-  if (!row || !safeEqual(Buffer.from(row.poll_hash).toString('hex'), hashSecret(pollToken).toString('hex'))) return null
+  if (!row || !matchesHash(row.poll_hash, pollToken)) return null
   if (row.status !== 'ready' || row.credential_collected_at) return { status: row.status }
   const issued = await issueOwnerToken(db, row.user_id, `agent onboarding: ${row.project_name}`.slice(0, 120))
   await db.query('update platform.onboarding_requests set credential_collected_at = $2 where id = $1', [id, clock.now()])

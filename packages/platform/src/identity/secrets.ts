@@ -1,4 +1,5 @@
 /** Random values that browsers hold (cookies, link secrets): only their SHA-256 is stored. */
+import { timingSafeEqual } from 'node:crypto'
 import { newSecret, sha256 } from '../lib/crypto.ts'
 
 export function browserSecret(): { value: string; hash: Buffer } {
@@ -7,3 +8,9 @@ export function browserSecret(): { value: string; hash: Buffer } {
 }
 
 export { sha256 as hashSecret }
+
+/** Whether a presented secret matches a stored SHA-256, compared in constant time. */
+export function matchesHash(stored: Uint8Array | null | undefined, presented: string | null | undefined): boolean {
+  if (!stored || stored.length !== 32 || !presented || presented.length > 200) return false
+  return timingSafeEqual(stored, sha256(presented))
+}

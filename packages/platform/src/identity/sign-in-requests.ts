@@ -9,9 +9,8 @@
  */
 import { first, type Queryable } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
-import { safeEqual } from '../lib/crypto.ts'
 import { LIFETIMES } from './lifetimes.ts'
-import { browserSecret, hashSecret } from './secrets.ts'
+import { browserSecret, matchesHash } from './secrets.ts'
 
 export type Purpose = 'sign_in' | 'confirm_email' | 'onboarding'
 
@@ -58,11 +57,6 @@ function fromRow(row: RequestRow): SignInRequest {
 
 const COLUMNS = 'id, purpose, email, user_id, continue_to, created_at, expires_at, approved_at, claimed_at, link_hash, claim_hash, preview_hash'
 
-function sameHash(stored: Uint8Array | null, presented: string | undefined): boolean {
-  if (!stored || !presented || presented.length > 100) return false
-  return safeEqual(Buffer.from(stored).toString('hex'), hashSecret(presented).toString('hex'))
-}
-
 export interface StartedRequest {
   request: SignInRequest
   /** The secret that goes into the emailed link. */
@@ -93,7 +87,7 @@ export type LinkState = 'valid' | 'expired' | 'used' | 'unknown'
 /** Looks a link up without changing it: the review page's GET. */
 export async function inspectLink(db: Queryable, clock: Clock, id: string, linkSecret: string): Promise<{ state: LinkState; request?: SignInRequest }> {
   const row = await byId(db, id)
-  if (!row || !sameHash(row.link_hash, linkSecret)) return { state: 'unknown' }
+  if (!row || !matchesHash(row.link_hash, linkSecret)) return { state: 'unknown' }
   if (row.approved_at) return { state: 'used', request: fromRow(row) }
   if (row.expires_at <= clock.now()) return { state: 'expired', request: fromRow(row) }
   return { state: 'valid', request: fromRow(row) }
@@ -120,7 +114,7 @@ export async function approveLink(
   const inspected = await inspectLink(db, clock, input.id, input.linkSecret)
   if (inspected.state !== 'valid') return { ok: false, reason: inspected.state }
   const row = (await byId(db, input.id))!
-  if (!sameHash(row.preview_hash, input.previewSecret)) return { ok: false, reason: 'preview_missing' }
+  if (!matchesHash(row.preview_hash, input.previewSecret)) return { ok: false, reason: 'preview_missing' }
   const now = clock.now()
   const updated = await db.query<RequestRow>(
     `update platform.sign_in_requests set approved_at = $2, preview_hash = null
@@ -134,7 +128,7 @@ export type ClaimState = 'pending' | 'approved' | 'expired' | 'claimed' | 'unkno
 /** What the initiating window sees while it waits (only with its claim cookie). */
 export async function claimState(db: Queryable, clock: Clock, id: string, claimSecret: string | undefined): Promise<ClaimState> {
   const row = await byId(db, id)
-  if (!row || !sameHash(row.claim_hash, claimSecret)) return 'unknown'
+  if (!row || !matchesHash(row.claim_hash, claimSecret)) return 'unknown'
   if (row.claimed_at) return 'claimed'
   if (row.approved_at) return 'approved'
   return row.expires_at <= clock.now() ? 'expired' : 'pending'
