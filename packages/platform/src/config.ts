@@ -31,6 +31,8 @@ export interface Config {
   readonly signInLimits: { readonly perAddress: number; readonly perClient: number }
   /** SERVICE_TRUST_PROXY: take the client address from the first X-Forwarded-For hop. */
   readonly trustProxy: boolean
+  /** DATABASE_STATEMENT_TIMEOUT_MS: no statement on PostgreSQL runs longer (PGlite has none). */
+  readonly statementTimeoutMs: number
 }
 
 export class ConfigError extends Error {
@@ -113,5 +115,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       perClient: positive('SERVICE_SIGNIN_LIMIT_PER_CLIENT', env.SERVICE_SIGNIN_LIMIT_PER_CLIENT, 100),
     }),
     trustProxy: flag('SERVICE_TRUST_PROXY', env.SERVICE_TRUST_PROXY, false),
+    statementTimeoutMs: positive('DATABASE_STATEMENT_TIMEOUT_MS', env.DATABASE_STATEMENT_TIMEOUT_MS, 120_000),
   })
 }

@@ -5,7 +5,7 @@ import type { Db } from './db.ts'
 import { openPglite } from './pglite.ts'
 import { openPostgres } from './postgres.ts'
 
-export async function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir'>): Promise<Db> {
-  if (config.databaseUrl) return openPostgres({ url: config.databaseUrl })
+export async function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'statementTimeoutMs'>): Promise<Db> {
+  if (config.databaseUrl) return openPostgres({ url: config.databaseUrl, statementTimeoutMs: config.statementTimeoutMs })
   return openPglite({ dataDir: join(config.dataDir, 'pgdata') })
 }

@@ -8,6 +8,11 @@ import type { Db, Queryable, Row } from './db.ts'
 export interface PostgresOptions {
   url: string
   maxConnections?: number
+  /**
+   * statement_timeout of every connection, as a startup parameter, so the app-SQL wrapper's
+   * RESET ALL keeps it: no request, RPC or migration runs longer than this.
+   */
+  statementTimeoutMs?: number
 }
 
 export function openPostgres(options: PostgresOptions): Db {
@@ -17,7 +22,10 @@ export function openPostgres(options: PostgresOptions): Db {
     types: {
       int8: { to: 20, from: [20], serialize: (v: unknown) => String(v), parse: (v: string) => Number(v) },
     },
-    connection: { application_name: 'service-platform' },
+    connection: {
+      application_name: 'service-platform',
+      ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
+    },
   })
   const asQueryable = (target: postgres.Sql | postgres.TransactionSql): Queryable => ({
     async query<T extends Row>(text: string, params: readonly unknown[] = []) {
