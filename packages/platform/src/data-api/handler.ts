@@ -1,24 +1,30 @@
 /**
  * `{app_url}/rest/v1`: the PostgREST-compatible data API of an app's production namespace.
- * Admission has already happened at the edge. Each request runs as the namespace's user role
- * with `request.jwt.claims` for the caller (a signed-in person, the owner behind an app
- * access token, or anonymous); row-level security decides the rest. Anonymous callers may
- * read (public apps' deliberately public policies) but never write: writes are refused here,
+ * Admission has already happened at the edge. Each request runs in one transaction as the
+ * namespace's user role with `request.jwt.claims` for the caller (a signed-in person, the
+ * owner behind an app access token, or anonymous); row-level security decides the rest.
+ * Reads (GET/HEAD, and calls of functions that are not volatile) run in a read-only
+ * transaction, as in PostgREST. Anonymous callers may read (public apps' deliberately public
+ * policies) but never write: writes, and calls of volatile functions, are refused here,
  * before any SQL runs.
  */
-import type { Db } from '../db/db.ts'
+import type { Db, Queryable } from '../db/db.ts'
 import { findNamespace, runAsRole, type Namespace } from '../deploy/namespaces.ts'
 import type { App } from '../apps/apps.ts'
 import type { User } from '../identity/users.ts'
+import { contentRange, readRange } from './content-range.ts'
 import { PostgrestError, toPostgrestError } from './errors.ts'
+import { negotiate, stripNulls, type MediaType } from './media-types.ts'
 import type { PostgrestErrorBody } from './parse-errors.ts'
-import type { Preferences, ReadRequest } from './query-ast.ts'
+import type { Preferences } from './query-ast.ts'
 import { parseMutationParams, parsePrefer, parseReadRequest } from './query-parser.ts'
 import type { Schema, SchemaCache } from './schema.ts'
-import { buildCall, buildRead, buildWrite, chooseFunction, type Statement } from './sql.ts'
+import { buildCall, buildRead, buildWrite, chooseFunction, ESTIMATE_EXACT_BELOW, type Statement } from './sql.ts'
 
 export interface DataCaller {
   user: User | null
+  /** How the edge identified the caller; a session cookie must send JSON with a JSON type. */
+  via?: 'anonymous' | 'session' | 'access_token' | 'app_token'
 }
 
 export interface DataApiDeps {
@@ -26,13 +32,16 @@ export interface DataApiDeps {
   schemas: SchemaCache
 }
 
-const SINGLE_OBJECT = 'application/vnd.pgrst.object+json'
 const MAX_BODY_BYTES = 10 * 1024 * 1024
 
+/** What one statement answers: `{ body, count, rows, keys, inserted }` (see sql.ts). */
 interface Result {
   body: unknown
   count: number | null
+  /** Rows the statement produced (reads and calls). */
+  rows?: number
   keys?: Record<string, unknown>[] | null
+  inserted?: number | null
 }
 
 function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
@@ -42,11 +51,49 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
   })
 }
 
-function errorResponse(status: number, body: PostgrestErrorBody): Response {
-  return json(status, body)
+function errorResponse(status: number, body: PostgrestErrorBody, headers: Record<string, string> = {}): Response {
+  // PostgREST asks for credentials on every 401.
+  return json(status, body, status === 401 ? { 'www-authenticate': 'Bearer', ...headers } : headers)
 }
 
-async function readBody(request: Request): Promise<unknown> {
+function notSingular(rows: number): PostgrestError {
+  return new PostgrestError('PGRST116', 406, 'JSON object requested, multiple (or no) rows returned', {
+    details: `The result contains ${rows} rows`,
+  })
+}
+
+/**
+ * `Preference-Applied`, listing the honoured preferences in PostgREST's order; `allowed` says
+ * which a request kind can honour.
+ */
+function preferenceApplied(prefer: Preferences, allowed: { resolution?: boolean; missing?: boolean; return?: boolean; maxAffected?: boolean }): Record<string, string> {
+  const values = [
+    allowed.resolution && prefer.resolution ? `resolution=${prefer.resolution}` : null,
+    allowed.missing && prefer.missing ? `missing=${prefer.missing}` : null,
+    allowed.return && prefer.return ? `return=${prefer.return}` : null,
+    prefer.count ? `count=${prefer.count}` : null,
+    prefer.handling ? `handling=${prefer.handling}` : null,
+    allowed.maxAffected && prefer.handling === 'strict' && prefer.maxAffected !== undefined ? `max-affected=${prefer.maxAffected}` : null,
+  ].filter((v) => v !== null)
+  return values.length > 0 ? { 'preference-applied': values.join(', ') } : {}
+}
+
+/** `count=exact|estimated` report a total on writes; planned does not (as in PostgREST). */
+function countsWrites(prefer: Preferences): boolean {
+  return prefer.count === 'exact' || prefer.count === 'estimated'
+}
+
+const JSON_TYPE = /^application\/(json|vnd\.pgrst\.object\+json|vnd\.pgrst\.array\+json)\s*(;|$)/i
+
+async function readBody(request: Request, caller: DataCaller): Promise<unknown> {
+  const type = request.headers.get('content-type')
+  // A JSON content type cannot be sent cross-origin without a CORS preflight, so a session
+  // cookie is only honoured with one (PostgREST defaults a missing type to JSON).
+  if (type !== null ? !JSON_TYPE.test(type) : caller.via === 'session') {
+    throw new PostgrestError('PGRST107', 415, `Content-Type not acceptable: ${type ?? '(none)'}`, {
+      hint: 'Send the body as application/json',
+    })
+  }
   const text = await request.text()
   if (text.length > MAX_BODY_BYTES) throw new PostgrestError('PGRST413', 413, 'The request body is too large')
   if (text.trim() === '') return {}
@@ -55,6 +102,32 @@ async function readBody(request: Request): Promise<unknown> {
   } catch {
     throw new PostgrestError('PGRST102', 400, 'Empty or invalid json')
   }
+}
+
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    throw new PostgrestError('PGRST125', 404, 'Invalid path specified in request URL')
+  }
+}
+
+function checkProfile(request: Request, namespace: Namespace): void {
+  const name = request.method === 'GET' || request.method === 'HEAD' ? 'accept-profile' : 'content-profile'
+  const profile = request.headers.get(name)
+  // `public` is what supabase-js and PostgREST clients assume; the schema's own name works too.
+  if (profile === null || profile === 'public' || profile === namespace.schemaName) return
+  throw new PostgrestError('PGRST106', 406, 'The schema must be one of the following: public')
+}
+
+interface Context {
+  app: App
+  caller: DataCaller
+  request: Request
+  namespace: Namespace
+  schema: Schema
+  prefer: Preferences
+  media: MediaType
 }
 
 export function createDataApi(deps: DataApiDeps) {
@@ -71,11 +144,41 @@ export function createDataApi(deps: DataApiDeps) {
     return namespace
   }
 
-  async function run(namespace: Namespace, caller: DataCaller, app: App, statement: Statement): Promise<Result> {
-    const claims = caller.user
-      ? { sub: caller.user.id, role: 'authenticated', email: caller.user.email, aud: app.id }
-      : { role: 'anon', aud: app.id }
-    return (await runAsRole(deps.db, { namespace, role: 'user' }, statement.sql, { claims, params: statement.params })) as Result
+  function claimsOf(ctx: Context): Record<string, unknown> {
+    const user = ctx.caller.user
+    return user
+      ? { sub: user.id, role: 'authenticated', email: user.email, aud: ctx.app.id }
+      : { role: 'anon', aud: ctx.app.id }
+  }
+
+  /** The planner's row estimate for `countSource`, explained as the caller in this transaction. */
+  async function plannedRows(tx: Queryable, ctx: Context, statement: Statement): Promise<number> {
+    const plan = await runAsRole(tx, { namespace: ctx.namespace, role: 'user' }, `explain (format json) ${statement.countSource}`,
+      { claims: claimsOf(ctx), params: statement.params })
+    const rows = (plan as { Plan?: { 'Plan Rows'?: unknown } }[] | null)?.[0]?.Plan?.['Plan Rows']
+    return typeof rows === 'number' ? Math.round(rows) : 0
+  }
+
+  /**
+   * Runs a statement in its own transaction (read-only for reads). `check` sees the result
+   * before the commit: throwing there (a single object that is not one row, too many rows
+   * affected) rolls the writes back, as PostgREST does.
+   */
+  async function execute(ctx: Context, statement: Statement, options: { readOnly: boolean; check?: (result: Result) => void }): Promise<Result> {
+    return deps.db.transaction(async (tx) => {
+      if (options.readOnly) await tx.query('set transaction read only')
+      const result = (await runAsRole(tx, { namespace: ctx.namespace, role: 'user' }, statement.sql,
+        { claims: claimsOf(ctx), params: statement.params })) as Result
+      if (statement.countSource !== undefined) {
+        if (ctx.prefer.count === 'planned') {
+          result.count = await plannedRows(tx, ctx, statement)
+        } else if (ctx.prefer.count === 'estimated' && result.count !== null && result.count >= ESTIMATE_EXACT_BELOW) {
+          result.count = Math.max(result.count, await plannedRows(tx, ctx, statement))
+        }
+      }
+      options.check?.(result)
+      return result
+    })
   }
 
   function refuseAnonymousWrite(caller: DataCaller) {
@@ -85,22 +188,30 @@ export function createDataApi(deps: DataApiDeps) {
     }
   }
 
-  function readResponse(request: Request, parsed: ReadRequest, result: Result, method: string): Response {
-    const rows = Array.isArray(result.body) ? result.body : []
-    const first = parsed.offset
-    const range = rows.length > 0 ? `${first}-${first + rows.length - 1}` : '*'
-    const total = result.count === null ? '*' : String(result.count)
-    const partial = result.count !== null && (first > 0 || first + rows.length < result.count)
-    const headers = { 'content-range': `${range}/${total}` }
-    if ((request.headers.get('accept') ?? '').includes(SINGLE_OBJECT)) {
-      if (rows.length !== 1) {
-        throw new PostgrestError('PGRST116', 406, 'JSON object requested, multiple (or no) rows returned', {
-          details: `The result contains ${rows.length} rows`,
-        })
-      }
-      return json(200, method === 'HEAD' ? undefined : rows[0], { ...headers, 'content-type': `${SINGLE_OBJECT}; charset=utf-8` })
+  function singleCheck(ctx: Context, rowsOf: (result: Result) => number): (result: Result) => void {
+    return (result) => {
+      if (ctx.media.single && rowsOf(result) !== 1) throw notSingular(rowsOf(result))
     }
-    return json(partial ? 206 : 200, method === 'HEAD' ? undefined : rows, headers)
+  }
+
+  function body(ctx: Context, value: unknown): unknown {
+    if (ctx.request.method === 'HEAD') return undefined
+    return ctx.media.stripNulls ? stripNulls(value) : value
+  }
+
+  /** A response of rows (a table, a view, a function's rows) with its window and count. */
+  function rowsResponse(ctx: Context, result: Result, offset: number): Response {
+    const rows = Array.isArray(result.body) ? result.body : []
+    const { status, header } = readRange({ offset, rows: rows.length, total: result.count })
+    const headers = { 'content-range': header, ...preferenceApplied(ctx.prefer, {}) }
+    if (status === 416) {
+      throw new PostgrestError('PGRST103', 416, 'Requested range not satisfiable', {
+        details: `An offset of ${offset} was requested, but there are only ${result.count ?? 0} rows.`,
+        headers,
+      })
+    }
+    if (ctx.media.single) return json(200, body(ctx, rows[0]), { ...headers, 'content-type': ctx.media.contentType })
+    return json(status, body(ctx, rows), { ...headers, 'content-type': ctx.media.contentType })
   }
 
   async function read(ctx: Context, resource: string, url: URL): Promise<Response> {
@@ -108,41 +219,60 @@ export function createDataApi(deps: DataApiDeps) {
       range: ctx.request.headers.get('range'),
       rangeUnit: ctx.request.headers.get('range-unit'),
     })
-    const result = await run(ctx.namespace, ctx.caller, ctx.app, buildRead(ctx.schema, parsed, ctx.prefer))
-    return readResponse(ctx.request, parsed, result, ctx.request.method)
+    const statement = buildRead(ctx.schema, parsed, ctx.prefer)
+    const result = await execute(ctx, statement, { readOnly: true, check: singleCheck(ctx, (r) => r.rows ?? 0) })
+    return rowsResponse(ctx, result, parsed.offset)
   }
 
   async function write(ctx: Context, resource: string, url: URL): Promise<Response> {
     refuseAnonymousWrite(ctx.caller)
     const method = ctx.request.method as 'POST' | 'PATCH' | 'DELETE'
     const parsed = parseMutationParams(resource, url.searchParams, { method })
-    const body = method === 'DELETE' ? null : await readBody(ctx.request)
-    const result = await run(ctx.namespace, ctx.caller, ctx.app, buildWrite(ctx.schema, { request: parsed, prefer: ctx.prefer, body }))
-    const count = result.count ?? 0
-    const preferenceApplied: Record<string, string> = ctx.prefer.return ? { 'preference-applied': `return=${ctx.prefer.return}` } : {}
-    const range = method === 'POST' ? '*/*' : count > 0 ? `0-${count - 1}/*` : '*/*'
-    const headers: Record<string, string> = { 'content-range': range, ...preferenceApplied }
-    if (method === 'POST' && result.keys?.length === 1) {
-      const key = result.keys[0]!
-      headers.location = `/${resource}?${Object.entries(key).map(([k, v]) => `${encodeURIComponent(k)}=eq.${encodeURIComponent(String(v))}`).join('&')}`
-    }
-    const created = method === 'POST' ? 201 : 200
-    if (ctx.prefer.return === 'representation') {
-      const rows = Array.isArray(result.body) ? result.body : []
-      if ((ctx.request.headers.get('accept') ?? '').includes(SINGLE_OBJECT)) {
-        if (rows.length !== 1) {
-          throw new PostgrestError('PGRST116', 406, 'JSON object requested, multiple (or no) rows returned', { details: `The result contains ${rows.length} rows` })
+    const payload = method === 'DELETE' ? null : await readBody(ctx.request, ctx.caller)
+    const statement = buildWrite(ctx.schema, { request: parsed, prefer: ctx.prefer, body: payload })
+    const { prefer } = ctx
+    const result = await execute(ctx, statement, {
+      readOnly: false,
+      check: (r) => {
+        singleCheck(ctx, (x) => x.count ?? 0)(r)
+        if (method !== 'POST' && prefer.handling === 'strict' && prefer.maxAffected !== undefined && (r.count ?? 0) > prefer.maxAffected) {
+          throw new PostgrestError('PGRST124', 400, 'Query result exceeds max-affected preference constraint', {
+            details: `The query affects ${r.count ?? 0} rows`,
+          })
         }
-        return json(created, rows[0], { ...headers, 'content-type': `${SINGLE_OBJECT}; charset=utf-8` })
+      },
+    })
+    const count = result.count ?? 0
+    const total = countsWrites(prefer) ? count : null
+    const headers: Record<string, string> = {}
+    let status: number
+    if (method === 'POST') {
+      const relation = ctx.schema.relations.get(resource)
+      const upsert = parsed.onConflict !== undefined || (relation?.primaryKey.length ?? 0) > 0
+      headers['content-range'] = contentRange(1, 0, total)
+      Object.assign(headers, preferenceApplied(prefer, { resolution: upsert, missing: true, return: true }))
+      status = prefer.resolution === 'merge-duplicates' && result.inserted === 0 ? 200 : 201
+      const key = result.keys?.length === 1 ? result.keys[0] : undefined
+      if (prefer.return === 'headers-only' && key) {
+        const query = Object.entries(key)
+          .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v === null ? 'is.null' : `eq.${String(v)}`)}`).join('&')
+        headers.location = `/${resource}?${query}`
       }
-      return json(created, rows, headers)
+    } else {
+      headers['content-range'] = method === 'PATCH' ? contentRange(0, count - 1, total) : contentRange(1, 0, total)
+      Object.assign(headers, preferenceApplied(prefer, { missing: method === 'PATCH', return: true, maxAffected: true }))
+      status = prefer.return === 'representation' ? 200 : 204
     }
-    if (ctx.prefer.return === 'headers-only' && method === 'POST') return new Response(null, { status: 201, headers })
-    return new Response(null, { status: method === 'POST' ? 201 : 204, headers })
+    if (prefer.return === 'representation') {
+      const rows = Array.isArray(result.body) ? result.body : []
+      return json(status, body(ctx, ctx.media.single ? rows[0] : rows), { ...headers, 'content-type': ctx.media.contentType })
+    }
+    return new Response(null, { status, headers })
   }
 
   async function rpc(ctx: Context, name: string, url: URL): Promise<Response> {
     const overloads = ctx.schema.functions.get(name) ?? []
+    if (overloads.length === 0) chooseFunction(ctx.schema, name, new Set()) // PGRST202, before the parameters are read
     const argumentNames = new Set(overloads.flatMap((fn) => fn.arguments.map((a) => a.name)))
     const method = ctx.request.method
     const parsed = parseReadRequest(name, url.searchParams, { argumentNames })
@@ -150,33 +280,32 @@ export function createDataApi(deps: DataApiDeps) {
     if (method === 'GET' || method === 'HEAD') {
       args = Object.fromEntries(parsed.rpcArguments.map((a) => [a.name, a.value]))
     } else if (method === 'POST') {
-      const body = await readBody(ctx.request)
-      if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      const payload = await readBody(ctx.request, ctx.caller)
+      if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
         throw new PostgrestError('PGRST102', 400, 'Empty or invalid json: function arguments are a JSON object')
       }
-      args = body as Record<string, unknown>
+      args = payload as Record<string, unknown>
     } else {
-      throw new PostgrestError('PGRST101', 405, 'Only GET and POST are allowed for functions')
+      throw new PostgrestError('PGRST101', 405, 'Only GET, HEAD and POST are allowed for functions')
     }
     const fn = chooseFunction(ctx.schema, name, new Set(Object.keys(args)))
-    if (fn.volatility === 'volatile') {
-      if (method !== 'POST') {
-        throw new PostgrestError('25006', 405, `function ${name} changes data (it is volatile): call it with POST`)
-      }
-      refuseAnonymousWrite(ctx.caller)
-    }
-    const result = await run(ctx.namespace, ctx.caller, ctx.app, buildCall(ctx.schema, fn, args, parsed, ctx.prefer))
-    if (fn.returnsSet && !fn.returnsScalar) return readResponse(ctx.request, parsed, result, method)
-    return json(200, method === 'HEAD' ? undefined : result.body)
-  }
-
-  interface Context {
-    app: App
-    caller: DataCaller
-    request: Request
-    namespace: Namespace
-    schema: Schema
-    prefer: Preferences
+    // Volatile functions may write: never for anonymous callers, and read-only under GET.
+    if (fn.volatility === 'volatile') refuseAnonymousWrite(ctx.caller)
+    const statement = buildCall(ctx.schema, fn, args, parsed, ctx.prefer)
+    const returnsRows = fn.returnsSet
+    const result = await execute(ctx, statement, {
+      readOnly: method !== 'POST' || fn.volatility !== 'volatile',
+      ...(returnsRows ? { check: singleCheck(ctx, (r) => r.rows ?? 0) } : {}),
+    })
+    if (fn.returnsVoid) return new Response(null, { status: 204, headers: { 'content-range': contentRange(0, 0, null) } })
+    if (returnsRows && !fn.returnsScalar) return rowsResponse(ctx, result, parsed.offset)
+    const rows = returnsRows && Array.isArray(result.body) ? result.body.length : 1
+    const value = returnsRows && ctx.media.single && Array.isArray(result.body) ? result.body[0] : result.body
+    return json(200, body(ctx, value), {
+      'content-range': contentRange(0, rows - 1, null),
+      ...preferenceApplied(ctx.prefer, {}),
+      'content-type': ctx.media.contentType,
+    })
   }
 
   return {
@@ -186,10 +315,13 @@ export function createDataApi(deps: DataApiDeps) {
         if (!app.activeReleaseId) throw new PostgrestError('PGRST002', 503, `${app.slug} has no release yet`)
         const url = new URL(request.url)
         const path = url.pathname.replace(/^\/rest\/v1\/?/, '')
-        const segments = path.split('/').map((s) => decodeURIComponent(s))
+        const segments = path.split('/').map(decodeSegment)
+        const media = negotiate(request.headers.get('accept'))
+        const prefer = parsePrefer(request.headers.get('prefer'))
         const namespace = await namespaceOf(app)
+        checkProfile(request, namespace)
         const schema = await deps.schemas.get(deps.db, { schemaName: namespace.schemaName, releaseId: app.activeReleaseId })
-        const ctx: Context = { app, caller, request, namespace, schema, prefer: parsePrefer(request.headers.get('prefer')) }
+        const ctx: Context = { app, caller, request, namespace, schema, prefer, media }
         if (segments.length === 2 && segments[0] === 'rpc' && segments[1]) return await rpc(ctx, segments[1], url)
         if (segments.length !== 1 || !segments[0]) {
           throw new PostgrestError('PGRST125', 404, `Invalid path specified in request URL: ${url.pathname}`)
@@ -200,7 +332,7 @@ export function createDataApi(deps: DataApiDeps) {
         throw new PostgrestError('PGRST117', 405, `Unsupported HTTP method: ${method}`)
       } catch (error) {
         const described = toPostgrestError(error, caller.user !== null)
-        if (described) return errorResponse(described.status, described.body)
+        if (described) return errorResponse(described.status, described.body, error instanceof PostgrestError ? error.headers : {})
         throw error
       }
     },

@@ -31,13 +31,18 @@ export function httpStatusFor(code: QueryParseErrorCode): number {
   return PARSE_ERROR_STATUS[code]
 }
 
-/** PostgREST's error body. `details` and `hint` are `null` when absent, as PostgREST sends them. */
+/**
+ * PostgREST's error body. `details` and `hint` are `null` when absent, as PostgREST sends them;
+ * `details` is a list of objects where PostgREST sends one (the candidates of PGRST201).
+ */
 export interface PostgrestErrorBody {
   code: string
   message: string
-  details: string | null
+  details: ErrorDetails
   hint: string | null
 }
+
+export type ErrorDetails = string | readonly Record<string, string>[] | null
 
 export interface QueryParseErrorOptions {
   details?: string | null

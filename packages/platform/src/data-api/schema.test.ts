@@ -24,7 +24,10 @@ describe(`data API schema introspection (${backend})`, () => {
       create view recent_books as select id, title from books;
       create function books_by(author int) returns setof books language sql stable as $$ select * from books where author_id = author $$;
       create function add(a int, b int default 1) returns int language sql immutable as $$ select a + b $$;
-      create function bump() returns void language sql volatile as $$ select $$;`)
+      create function bump() returns void language sql volatile as $$ select $$;
+      create table profiles (author_id int primary key references authors(id), handle text unique, bio text);
+      create function long_titles(min int default 10) returns table (title varchar, size int) language sql stable
+        as $$ select title, length(title) from books where length(title) >= min $$;`)
     schema = await loadSchema(t.db, ns.schemaName)
   })
   after(() => t.cleanup())
@@ -46,7 +49,7 @@ describe(`data API schema introspection (${backend})`, () => {
 
   test('foreign keys name both sides', () => {
     assert.deepEqual(schema.foreignKeys.map((fk) => [fk.table, fk.columns, fk.referencedTable, fk.referencedColumns]),
-      [['books', ['author_id'], 'authors', ['id']]])
+      [['books', ['author_id'], 'authors', ['id']], ['profiles', ['author_id'], 'authors', ['id']]])
   })
 
   test('functions with arguments, defaults, set-returning and volatility', () => {
@@ -60,6 +63,18 @@ describe(`data API schema introspection (${backend})`, () => {
     assert.equal(add.returnsScalar, true)
     assert.equal(add.volatility, 'immutable')
     assert.equal(schema.functions.get('bump')![0]!.volatility, 'volatile')
+  })
+
+  test('unique keys, result columns of table functions, and void', () => {
+    assert.deepEqual(schema.relations.get('profiles')!.uniqueKeys.map((k) => [...k].sort()), [['author_id'], ['handle']])
+    assert.deepEqual(schema.relations.get('books')!.uniqueKeys, [['id']])
+    const table = schema.functions.get('long_titles')![0]!
+    assert.equal(table.returnsScalar, false)
+    assert.equal(table.returnsRelation, null)
+    assert.deepEqual(table.returnColumns!.map((c) => [c.name, c.type]), [['title', 'character varying'], ['size', 'integer']])
+    assert.deepEqual(table.arguments.map((a) => a.name), ['min'])
+    assert.equal(schema.functions.get('bump')![0]!.returnsVoid, true)
+    assert.equal(schema.functions.get('books_by')![0]!.returnColumns, null)
   })
 
   test('only the namespace schema is read', async () => {

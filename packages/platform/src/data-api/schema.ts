@@ -22,6 +22,8 @@ export interface Relation {
   kind: 'table' | 'view'
   columns: Map<string, Column>
   primaryKey: string[]
+  /** The primary key and every unique constraint, as column lists (for one-to-one embeds). */
+  uniqueKeys: string[][]
   insertable: boolean
 }
 
@@ -49,6 +51,13 @@ export interface DbFunction {
   returnsRelation: string | null
   /** Scalar (a base type) vs composite or table results. */
   returnsScalar: boolean
+  /** `returns void`: PostgREST answers 204. */
+  returnsVoid: boolean
+  /**
+   * The columns of a composite result that is not a relation of the schema: `returns table
+   * (...)`, OUT parameters, or a composite type. Null for scalars and relation rows.
+   */
+  returnColumns: Column[] | null
   volatility: 'immutable' | 'stable' | 'volatile'
 }
 
@@ -65,6 +74,7 @@ select c.relname as name, c.relkind as kind,
        case when t.typcategory = 'A' then format_type(t.typelem, null) end as element_type,
        not a.attnotnull as nullable, a.atthasdef or a.attidentity <> '' as has_default, a.attnum as position,
        coalesce(pk.key, '{}') as primary_key,
+       coalesce(uk.keys, '[]') as unique_keys,
        c.relkind in ('r', 'p') or (pg_catalog.pg_relation_is_updatable(c.oid::regclass, false) & 8) = 8 as insertable
   from pg_catalog.pg_class c
   join pg_catalog.pg_namespace n on n.oid = c.relnamespace
@@ -77,6 +87,13 @@ select c.relname as name, c.relkind as kind,
       join pg_catalog.pg_attribute ka on ka.attrelid = pc.conrelid and ka.attnum = k.attnum
      where pc.conrelid = c.oid and pc.contype = 'p'
   ) pk on true
+  left join lateral (
+    select json_agg(array(select ka.attname from unnest(pc.conkey) with ordinality k(attnum, ord)
+                           join pg_catalog.pg_attribute ka on ka.attrelid = pc.conrelid and ka.attnum = k.attnum
+                          order by k.ord)) as keys
+      from pg_catalog.pg_constraint pc
+     where pc.conrelid = c.oid and pc.contype in ('p', 'u')
+  ) uk on true
  where n.nspname = $1 and c.relkind in ('r', 'p', 'v', 'm', 'f')
  order by c.relname, a.attnum`
 
@@ -100,6 +117,10 @@ select p.proname as name, p.proretset as returns_set, p.provolatile as volatilit
        rt.typtype as return_typtype, rc.relname as returns_relation, rn.nspname as returns_relation_schema,
        coalesce(p.proargnames, '{}') as arg_names, coalesce(p.proargmodes::text[], '{}') as arg_modes,
        array(select format_type(x, null) from unnest(p.proargtypes) x) as in_types,
+       array(select format_type(x, null) from unnest(coalesce(p.proallargtypes, p.proargtypes::oid[])) x) as all_types,
+       coalesce((select json_agg(json_build_object('name', a.attname, 'type', format_type(a.atttypid, a.atttypmod)) order by a.attnum)
+                   from pg_catalog.pg_attribute a
+                  where a.attrelid = rt.typrelid and a.attnum > 0 and not a.attisdropped), '[]') as type_columns,
        p.pronargdefaults as defaults, p.provariadic <> 0 as variadic
   from pg_catalog.pg_proc p
   join pg_catalog.pg_namespace n on n.oid = p.pronamespace
@@ -119,6 +140,7 @@ interface RelationRow extends Record<string, unknown> {
   has_default: boolean
   position: number
   primary_key: string[]
+  unique_keys: string[][]
   insertable: boolean
 }
 
@@ -133,6 +155,8 @@ interface FunctionRow extends Record<string, unknown> {
   arg_names: string[]
   arg_modes: string[]
   in_types: string[]
+  all_types: string[]
+  type_columns: { name: string; type: string }[]
   defaults: number
   variadic: boolean
 }
@@ -150,6 +174,7 @@ export async function loadSchema(db: Queryable, schemaName: string): Promise<Sch
         kind: row.kind === 'r' || row.kind === 'p' || row.kind === 'f' ? 'table' : 'view',
         columns: new Map(),
         primaryKey: row.primary_key,
+        uniqueKeys: row.unique_keys,
         insertable: row.insertable,
       }
       relations.set(row.name, relation)
@@ -174,13 +199,19 @@ export async function loadSchema(db: Queryable, schemaName: string): Promise<Sch
   const functions = new Map<string, DbFunction[]>()
   for (const row of await db.query<FunctionRow>(FUNCTIONS_SQL, [schemaName])) {
     const inputs = inputArguments(row)
+    const returnsRelation = row.returns_relation_schema === schemaName && row.returns_relation !== null && relations.has(row.returns_relation)
+      ? row.returns_relation
+      : null
+    const returnsScalar = row.return_typtype !== 'c' && row.return_type !== 'record'
     const fn: DbFunction = {
       name: row.name,
       arguments: inputs,
       returnType: row.return_type,
       returnsSet: row.returns_set,
-      returnsRelation: row.returns_relation_schema === schemaName ? row.returns_relation : null,
-      returnsScalar: row.return_typtype !== 'c' && row.return_type !== 'record',
+      returnsRelation,
+      returnsScalar,
+      returnsVoid: row.return_type === 'void',
+      returnColumns: returnsScalar || returnsRelation !== null ? null : resultColumns(row),
       volatility: VOLATILITY[row.volatility],
     }
     functions.set(row.name, [...(functions.get(row.name) ?? []), fn])
@@ -202,6 +233,16 @@ function inputArguments(row: FunctionRow): FunctionArgument[] {
     hasDefault: index >= firstDefault,
     variadic: row.variadic && index === row.in_types.length - 1,
   }))
+}
+
+/** The columns of a composite result: OUT/TABLE parameters, else the composite type's attributes. */
+function resultColumns(row: FunctionRow): Column[] {
+  const outputs: { name: string; type: string }[] = []
+  row.arg_modes.forEach((mode, index) => {
+    if (mode === 'o' || mode === 'b' || mode === 't') outputs.push({ name: row.arg_names[index] ?? '', type: row.all_types[index] ?? 'text' })
+  })
+  const columns = outputs.length > 0 ? outputs : row.type_columns
+  return columns.map((c, index) => ({ name: c.name, type: c.type, elementType: null, nullable: true, hasDefault: false, position: index + 1 }))
 }
 
 /**

@@ -1,18 +1,43 @@
 /**
  * Turns a parsed PostgREST request into ONE SQL statement that returns a single json value
- * `{ body, count }`, for the namespace wrapper to run as the caller's role. Identifiers are
- * always quoted and checked against the schema; every value from the request is a bound
+ * `{ body, count, ... }`, for the namespace wrapper to run as the caller's role. Identifiers
+ * are always quoted and checked against the schema; every value from the request is a bound
  * parameter: the statement reads `$1`, one jsonb array, as `($1->>n)` and casts it to the
  * column's catalog type. Nothing from the request is ever spliced into SQL text except cast
- * types, which must match a strict type-name pattern.
+ * types, which must be a single type name or one of PostgreSQL's multi-word ones.
+ *
+ * Counts (`Prefer: count=...`), as PostgREST defines them:
+ * - `exact`: `count(*)` over the filtered rows, in the same statement;
+ * - `planned`: the planner's row estimate for the filtered rows: the statement carries
+ *   `countSource` and the handler runs `explain (format json)` on it through the same
+ *   wrapper, in the same transaction;
+ * - `estimated`: exact while the count stays below `ESTIMATE_EXACT_BELOW` rows (the statement
+ *   counts at most that many), else the planner's estimate, never less than the rows known
+ *   to exist. PostgREST counts everything first and compares with `db-max-rows`; bounding the
+ *   exact count is the point of asking for an estimate, so we stop counting early.
  */
 import { ident } from '../db/db.ts'
 import { columnNotFound, PostgrestError, tableNotFound } from './errors.ts'
 import type {
-  Filter, JsonPath, LogicTree, MutationRequest, OrderClause, Preferences, RangeClause, ReadRequest, SelectItem,
+  EmbedSelect, Filter, JsonPath, LogicTree, MutationRequest, OrderClause, Preferences, RangeClause, ReadRequest, SelectItem,
 } from './query-ast.ts'
-import { resolveRelationship } from './relationships.ts'
+import { isToOne, resolveRelationship, type Relationship } from './relationships.ts'
 import type { DbFunction, Relation, Schema } from './schema.ts'
+
+/** `count=estimated` is exact below this many rows, the planner's estimate from there on. */
+export const ESTIMATE_EXACT_BELOW = 1000
+
+/**
+ * `$1`, the jsonb array of bound values. Read directly (not through a CTE or subquery) so
+ * the planner folds every value into a constant: its estimates, `count=planned` and partial
+ * indexes keep working.
+ */
+const PARAMS = '$1'
+
+/** A statement with the given CTEs before `main`. */
+function withCtes(main: string, ctes: readonly string[] = []): string {
+  return ctes.length > 0 ? `with ${ctes.join(', ')} ${main}` : main
+}
 
 /** Collects bound values; each call returns the SQL that reads the value back. */
 export class Params {
@@ -20,33 +45,53 @@ export class Params {
   /** The value as text: `($1->>n)`. */
   text(value: unknown): string {
     this.values.push(value === null || value === undefined ? null : String(value))
-    return `($1->>${this.values.length - 1})`
+    return `(${PARAMS}->>${this.values.length - 1})`
   }
   /** The value as json: `($1->n)`. */
   json(value: unknown): string {
     this.values.push(value)
-    return `($1->${this.values.length - 1})`
+    return `(${PARAMS}->${this.values.length - 1})`
   }
 }
 
 export interface Statement {
   sql: string
   params: unknown[]
+  /**
+   * `select 1 from ... where ...` over the rows a count would count, for the planner's estimate
+   * (`count=planned|estimated`); reads the same `$1`.
+   */
+  countSource?: string
 }
 
-const CAST_TYPE = /^[a-z_][a-z0-9_]*( [a-z_][a-z0-9_]*)*(\[\])?$/i
+/**
+ * Cast types are the one piece of request text in the SQL, so only a single identifier
+ * (`text`, `int8`, `jsonb`, an app's own type) or one of PostgreSQL's multi-word type names is
+ * accepted. The parser lets spaces through (`character varying`); words separated by spaces
+ * could otherwise continue the statement (`text as x from t`).
+ */
+const CAST_TYPE = /^[a-z_][a-z0-9_$]*$/
+const MULTI_WORD_TYPES: ReadonlySet<string> = new Set([
+  'bit varying', 'character varying', 'double precision',
+  'time with time zone', 'time without time zone', 'timestamp with time zone', 'timestamp without time zone',
+])
 
 function castType(type: string): string {
-  if (!CAST_TYPE.test(type) || type.length > 64) {
-    throw new PostgrestError('PGRST100', 400, `"${type}" is not a type name that can be used in a cast`)
+  const name = type.trim().toLowerCase().replace(/[ \t]+/g, ' ')
+  if (name.length > 64 || !(CAST_TYPE.test(name) || MULTI_WORD_TYPES.has(name))) {
+    throw new PostgrestError('PGRST100', 400, `"${type.slice(0, 64)}" is not a type name that can be used in a cast`, {
+      hint: 'Cast to a single type name such as text, int, numeric or jsonb',
+    })
   }
-  return type
+  return name
 }
 
 interface Level {
   relation: Relation
   alias: string
   path: readonly string[]
+  /** The level's select items: embeds there can be ordered by and filtered for null. */
+  items: readonly SelectItem[]
 }
 
 /** A counter of table aliases within one statement. */
@@ -66,8 +111,20 @@ function column(level: Level, name: string): string {
   return `${ident(level.alias)}.${ident(name)}`
 }
 
-function jsonPathSql(base: string, path: JsonPath, params: Params): string {
-  let sql = base
+const JSON_TYPES: ReadonlySet<string> = new Set(['json', 'jsonb'])
+
+function isJsonColumn(level: Level, name: string): boolean {
+  return JSON_TYPES.has(level.relation.columns.get(name)?.type ?? '')
+}
+
+/**
+ * A column with its JSON path. Arrays and composites are turned into jsonb first, so
+ * `tags->0` indexes a `text[]` column as PostgREST does.
+ */
+function fieldSql(level: Level, name: string, path: JsonPath, params: Params): string {
+  const base = column(level, name)
+  if (path.length === 0) return base
+  let sql = isJsonColumn(level, name) ? base : `to_jsonb(${base})`
   for (const step of path) {
     const key = typeof step.key === 'number' ? `(${params.text(step.key)})::int` : params.text(step.key)
     sql = `(${sql}${step.op}${key})`
@@ -88,45 +145,58 @@ const COMPARISON: Record<string, string> = {
 const FTS: Record<string, string> = { fts: 'to_tsquery', plfts: 'plainto_tsquery', phfts: 'phraseto_tsquery', wfts: 'websearch_to_tsquery' }
 const TEXT_OPERATORS = new Set(['like', 'ilike', 'match', 'imatch'])
 
-function filterSql(level: Level, filter: Filter, params: Params): string {
-  const target = jsonPathSql(column(level, filter.column), filter.jsonPath, params)
+/** `exists (...)` for each embed of a level, by its name in the request: for `embed=is.null`. */
+type EmbedExists = ReadonlyMap<string, string>
+
+function filterSql(level: Level, filter: Filter, params: Params, embeds: EmbedExists): string {
+  const exists = embeds.get(filter.column)
+  if (exists !== undefined && filter.jsonPath.length === 0 && filter.op === 'is' && (filter.value === 'null' || filter.value === 'not_null')) {
+    // `embed=is.null` is an anti-join, `embed=not.is.null` works like `!inner` (PostgREST 11+).
+    const present = (filter.value === 'not_null') !== filter.negated
+    return present ? exists : `not ${exists}`
+  }
+  const target = fieldSql(level, filter.column, filter.jsonPath, params)
   const type = valueType(level, filter.column, filter.jsonPath)
+  // `->` yields json for a json column; compare as jsonb so `=` exists.
+  const left = type === 'jsonb' && filter.jsonPath.length > 0 ? `(${target})::jsonb` : target
   let sql: string
   switch (filter.op) {
     case 'is':
-      sql = `${target} is ${{ null: 'null', not_null: 'not null', true: 'true', false: 'false', unknown: 'unknown' }[filter.value]}`
+      sql = `${left} is ${{ null: 'null', not_null: 'not null', true: 'true', false: 'false', unknown: 'unknown' }[filter.value]}`
       break
     case 'in':
-      sql = `${target} = any(array(select jsonb_array_elements_text(${params.json(filter.value)}))::${type}[])`
+      sql = `${left} = any(array(select jsonb_array_elements_text(${params.json(filter.value)}))::${type}[])`
       break
     case 'fts':
     case 'plfts':
     case 'phfts':
     case 'wfts': {
       const fn = FTS[filter.op]!
-      const query = filter.language
-        ? `${fn}(${params.text(filter.language)}::regconfig, ${params.text(filter.value)})`
-        : `${fn}(${params.text(filter.value)})`
-      sql = `${target} @@ ${query}`
+      const language = filter.language === undefined ? null : `${params.text(filter.language)}::regconfig`
+      const query = language ? `${fn}(${language}, ${params.text(filter.value)})` : `${fn}(${params.text(filter.value)})`
+      // A tsvector is searched as it is; text (and json) is turned into one in the same language.
+      const vector = filter.jsonPath.length === 0 && level.relation.columns.get(filter.column)!.type === 'tsvector'
+      const document = vector ? target : type === 'jsonb' || type === 'json' ? left : `${left}::text`
+      sql = `${vector ? target : `to_tsvector(${language ? `${language}, ` : ''}${document})`} @@ ${query}`
       break
     }
     default: {
       const operator = COMPARISON[filter.op]!
       const textual = TEXT_OPERATORS.has(filter.op)
-      const left = textual ? `${target}::text` : target
+      const operand = textual ? `${left}::text` : left
       if ('quantifier' in filter && filter.quantifier) {
         const elementType = textual ? 'text' : type
-        sql = `${left} ${operator} ${filter.quantifier}(${params.text(filter.value)}::${elementType}[])`
+        sql = `${operand} ${operator} ${filter.quantifier}(${params.text(filter.value)}::${elementType}[])`
       } else {
-        sql = `${left} ${operator} ${params.text(filter.value)}::${textual ? 'text' : type}`
+        sql = `${operand} ${operator} ${params.text(filter.value)}::${textual ? 'text' : type}`
       }
     }
   }
   return filter.negated ? `not (${sql})` : sql
 }
 
-function logicSql(level: Level, tree: LogicTree, params: Params): string {
-  const parts = tree.children.map((child) => (child.kind === 'filter' ? filterSql(level, child, params) : logicSql(level, child, params)))
+function logicSql(level: Level, tree: LogicTree, params: Params, embeds: EmbedExists): string {
+  const parts = tree.children.map((child) => (child.kind === 'filter' ? filterSql(level, child, params, embeds) : logicSql(level, child, params, embeds)))
   const joined = parts.length === 0 ? 'true' : `(${parts.join(tree.kind === 'and' ? ' and ' : ' or ')})`
   return tree.negated ? `not ${joined}` : joined
 }
@@ -138,35 +208,12 @@ interface RequestParts {
   ranges: readonly RangeClause[]
 }
 
-function conditionsAt(level: Level, parts: RequestParts, params: Params): string[] {
+function conditionsAt(level: Level, parts: RequestParts, params: Params, embeds: EmbedExists = new Map()): string[] {
   const key = pathKey(level.path)
   return [
-    ...parts.filters.filter((f) => pathKey(f.path) === key).map((f) => filterSql(level, f, params)),
-    ...parts.logic.filter((l) => pathKey(l.path) === key).map((l) => logicSql(level, l, params)),
+    ...parts.filters.filter((f) => pathKey(f.path) === key).map((f) => filterSql(level, f, params, embeds)),
+    ...parts.logic.filter((l) => pathKey(l.path) === key).map((l) => logicSql(level, l, params, embeds)),
   ]
-}
-
-function orderAt(level: Level, parts: RequestParts, params: Params): string {
-  const clause = parts.order.find((o) => pathKey(o.path) === pathKey(level.path))
-  if (!clause || clause.terms.length === 0) return ''
-  return ' order by ' + clause.terms.map((term) => {
-    if (term.relation !== undefined) {
-      throw new PostgrestError('PGRST100', 400, 'ordering by a column of an embedded resource is not supported yet')
-    }
-    const expr = jsonPathSql(column(level, term.column), term.jsonPath, params)
-    return `${expr}${term.direction ? ` ${term.direction}` : ''}${term.nulls ? ` nulls ${term.nulls}` : ''}`
-  }).join(', ')
-}
-
-function windowSql(window: { offset: number; limit: number | null }, params: Params): string {
-  return `${window.limit !== null ? ` limit (${params.text(window.limit)})::bigint` : ''}${window.offset > 0 ? ` offset (${params.text(window.offset)})::bigint` : ''}`
-}
-
-/** The default output name of a selected column: its alias, else the last json key, else its name. */
-function outputName(item: Extract<SelectItem, { kind: 'column' }>): string {
-  if (item.alias) return item.alias
-  const last = item.jsonPath.at(-1)
-  return last ? String(last.key) : item.name
 }
 
 interface BuildContext {
@@ -176,52 +223,127 @@ interface BuildContext {
   parts: RequestParts
 }
 
-/** The select list of one level (and the conditions `!inner` embeds add to it). */
-function selectList(ctx: BuildContext, level: Level, items: readonly SelectItem[]): { columns: string[]; conditions: string[] } {
-  const columns: string[] = []
+function embedName(item: EmbedSelect): string {
+  return item.alias ?? item.relation
+}
+
+function joinSql(relationship: Relationship, parentAlias: string, childAlias: string): string[] {
+  return relationship.join.map(([p, c]) => `${ident(childAlias)}.${ident(c)} = ${ident(parentAlias)}.${ident(p)}`)
+}
+
+/** `order=author(name).desc`: a column of a to-one embed of this level. */
+function relatedOrderSql(ctx: BuildContext, level: Level, relation: string, field: { column: string; jsonPath: JsonPath }): string {
+  const embed = level.items.find((item): item is EmbedSelect => item.kind === 'embed' && embedName(item) === relation)
+  if (!embed) {
+    throw new PostgrestError('PGRST108', 400, `'${relation}' is not an embedded resource in this request`, {
+      hint: `Verify that '${relation}' is included in the 'select' query parameter.`,
+    })
+  }
+  const relationship = resolveRelationship(ctx.schema, level.relation, embed.relation, embed.hint)
+  if (!isToOne(relationship)) {
+    throw new PostgrestError('PGRST118', 400, `A related order on '${relation}' is not possible`, {
+      details: `'${level.relation.name}' and '${relationship.target.name}' do not form a many-to-one or one-to-one relationship`,
+    })
+  }
+  const child: Level = { relation: relationship.target, alias: ctx.aliases.next(), path: [], items: [] }
+  const expr = fieldSql(child, field.column, field.jsonPath, ctx.params)
+  return `(select ${expr} from ${ident(ctx.schema.name)}.${ident(child.relation.name)} as ${ident(child.alias)}` +
+    ` where ${joinSql(relationship, level.alias, child.alias).join(' and ')} limit 1)`
+}
+
+function orderAt(ctx: BuildContext, level: Level): string {
+  const clause = ctx.parts.order.find((o) => pathKey(o.path) === pathKey(level.path))
+  if (!clause || clause.terms.length === 0) return ''
+  return ' order by ' + clause.terms.map((term) => {
+    const expr = term.relation !== undefined
+      ? relatedOrderSql(ctx, level, term.relation, term)
+      : fieldSql(level, term.column, term.jsonPath, ctx.params)
+    return `${expr}${term.direction ? ` ${term.direction}` : ''}${term.nulls ? ` nulls ${term.nulls}` : ''}`
+  }).join(', ')
+}
+
+function windowSql(window: { offset: number; limit: number | null }, params: Params): string {
+  return `${window.limit !== null ? ` limit (${params.text(window.limit)})::bigint` : ''}${window.offset > 0 ? ` offset (${params.text(window.offset)})::bigint` : ''}`
+}
+
+/**
+ * The default output name of a selected column, as PostgREST names it: its alias, else the
+ * last key of its JSON path (`data->a->>0` is `a`), else the column (`data->>0` is `data`).
+ */
+function outputName(item: Extract<SelectItem, { kind: 'column' }>): string {
+  if (item.alias) return item.alias
+  const key = item.jsonPath.findLast((step) => typeof step.key === 'string')?.key
+  return typeof key === 'string' ? key : item.name
+}
+
+/** One output column: the SQL expression and the JSON key it becomes. */
+interface Output {
+  expr: string
+  name: string
+}
+
+function outputsSql(outputs: readonly Output[]): string {
+  return outputs.map((o) => `${o.expr} as ${ident(o.name)}`).join(', ')
+}
+
+interface SelectList {
+  outputs: Output[]
+  /** Conditions the level's `!inner` embeds add. */
+  conditions: string[]
+  /** `exists (...)` of every embed, by its name, for null filters on embeds. */
+  embeds: Map<string, string>
+}
+
+/** The select list of one level, with what its embeds add to the level's conditions. */
+function selectList(ctx: BuildContext, level: Level): SelectList {
+  const outputs: Output[] = []
   const conditions: string[] = []
-  for (const item of items) {
+  const embeds = new Map<string, string>()
+  for (const item of level.items) {
     if (item.kind === 'star') {
-      for (const name of level.relation.columns.keys()) columns.push(`${ident(level.alias)}.${ident(name)}`)
+      for (const name of level.relation.columns.keys()) outputs.push({ expr: `${ident(level.alias)}.${ident(name)}`, name })
       continue
     }
     if (item.kind === 'column') {
-      let expr = jsonPathSql(column(level, item.name), item.jsonPath, ctx.params)
+      let expr = fieldSql(level, item.name, item.jsonPath, ctx.params)
       if (item.cast) expr = `(${expr})::${castType(item.cast)}`
-      columns.push(`${expr} as ${ident(outputName(item))}`)
+      outputs.push({ expr, name: outputName(item) })
       continue
     }
     const relationship = resolveRelationship(ctx.schema, level.relation, item.relation, item.hint)
     const child: Level = {
       relation: relationship.target,
       alias: ctx.aliases.next(),
-      path: [...level.path, item.alias ?? item.relation],
+      path: [...level.path, embedName(item)],
+      items: item.select,
     }
     const from = `${ident(ctx.schema.name)}.${ident(child.relation.name)} as ${ident(child.alias)}`
-    const join = relationship.join.map(([p, c]) => `${ident(child.alias)}.${ident(c)} = ${ident(level.alias)}.${ident(p)}`)
-    const inner = selectList(ctx, child, item.select)
-    const where = [...join, ...conditionsAt(child, ctx.parts, ctx.params), ...inner.conditions]
+    const inner = selectList(ctx, child)
+    const where = [...joinSql(relationship, level.alias, child.alias), ...conditionsAt(child, ctx.parts, ctx.params, inner.embeds), ...inner.conditions]
     const whereSql = ` where ${where.join(' and ')}`
-    if (item.inner) conditions.push(`exists (select 1 from ${from}${whereSql})`)
+    const exists = `exists (select 1 from ${from}${whereSql})`
+    embeds.set(embedName(item), exists)
+    if (item.inner) conditions.push(exists)
     if (item.select.length === 0) continue
-    const name = ident(item.alias ?? item.relation)
-    if (relationship.cardinality === 'many-to-one') {
+    if (isToOne(relationship)) {
       if (item.spread) {
-        for (const col of inner.columns) {
-          const label = /\bas ("(?:[^"]|"")+")$/.exec(col)?.[1] ?? col.slice(col.lastIndexOf('.') + 1)
-          columns.push(`(select ${col.replace(/ as "(?:[^"]|"")+"$/, '')} from ${from}${whereSql} limit 1) as ${label}`)
-        }
+        for (const o of inner.outputs) outputs.push({ expr: `(select ${o.expr} from ${from}${whereSql} limit 1)`, name: o.name })
       } else {
-        columns.push(`(select row_to_json(_e) from (select ${inner.columns.join(', ') || 'null'} from ${from}${whereSql} limit 1) _e) as ${name}`)
+        outputs.push({ expr: `(select row_to_json(_e) from (select ${outputsSql(inner.outputs)} from ${from}${whereSql} limit 1) _e)`, name: embedName(item) })
       }
     } else {
-      if (item.spread) throw new PostgrestError('PGRST119', 400, `a to-many resource cannot be spread: '${item.relation}'`)
+      if (item.spread) throw new PostgrestError('PGRST119', 400, `A spread operation on '${item.relation}' is not possible`, {
+        details: `'${level.relation.name}' and '${item.relation}' do not form a many-to-one or one-to-one relationship`,
+      })
       const range = ctx.parts.ranges.find((r) => pathKey(r.path) === pathKey(child.path))
-      columns.push(`coalesce((select json_agg(_e) from (select ${inner.columns.join(', ') || 'null'} from ${from}${whereSql}` +
-        `${orderAt(child, ctx.parts, ctx.params)}${range ? windowSql(range, ctx.params) : ''}) _e), '[]'::json) as ${name}`)
+      outputs.push({
+        expr: `coalesce((select json_agg(_e) from (select ${outputsSql(inner.outputs)} from ${from}${whereSql}` +
+          `${orderAt(ctx, child)}${range ? windowSql(range, ctx.params) : ''}) _e), '[]'::json)`,
+        name: embedName(item),
+      })
     }
   }
-  return { columns, conditions }
+  return { outputs, conditions, embeds }
 }
 
 function relationOf(schema: Schema, name: string): Relation {
@@ -230,32 +352,43 @@ function relationOf(schema: Schema, name: string): Relation {
   return relation
 }
 
-/** `json_build_object('body', ..., 'count', ...)` over the rows of `pgrst_source`. */
-function envelope(body: string, count: string): string {
-  return `select json_build_object('body', ${body}, 'count', ${count})`
+/** The `count` of the envelope for `count=exact|estimated` (null otherwise: planned is explained). */
+function countSql(source: string, prefer: Preferences): string {
+  if (prefer.count === 'exact') return `(select count(*) from (${source}) _c)`
+  if (prefer.count === 'estimated') return `(select count(*) from (${source} limit ${ESTIMATE_EXACT_BELOW}) _c)`
+  return 'null'
 }
 
 const ROWS = `coalesce((select json_agg(_s) from pgrst_source _s), '[]'::json)`
 
-export function buildRead(schema: Schema, request: ReadRequest, prefer: Preferences): Statement {
-  const params = new Params()
-  const ctx: BuildContext = { schema, params, aliases: new Aliases(), parts: request }
-  const root: Level = { relation: relationOf(schema, request.resource), alias: ctx.aliases.next(), path: [] }
-  const list = selectList(ctx, root, request.select)
-  const where = [...conditionsAt(root, request, params), ...list.conditions]
-  const from = `${ident(schema.name)}.${ident(root.relation.name)} as ${ident(root.alias)}`
+/** The whole read of one relation (or a function's rows): select, filters, order, window, count. */
+function readFrom(ctx: BuildContext, options: { from: string; root: Level; window: ReadRequest; prefer: Preferences; body: 'rows' | 'object' }): Statement {
+  const list = selectList(ctx, options.root)
+  const where = [...conditionsAt(options.root, ctx.parts, ctx.params, list.embeds), ...list.conditions]
   const whereSql = where.length > 0 ? ` where ${where.join(' and ')}` : ''
-  const count = prefer.count === 'exact' || prefer.count === 'estimated' ? `(select count(*) from ${from}${whereSql})` : 'null'
-  const sql = `with pgrst_source as (select ${list.columns.join(', ') || 'null as "?column?"'} from ${from}${whereSql}` +
-    `${orderAt(root, request, params)}${windowSql(request, params)}) ${envelope(ROWS, count)}`
-  return { sql, params: params.values }
+  const countSource = `select 1 from ${options.from}${whereSql}`
+  const source = `select ${outputsSql(list.outputs)} from ${options.from}${whereSql}${orderAt(ctx, options.root)}${windowSql(options.window, ctx.params)}`
+  const body = options.body === 'rows' ? ROWS : `(select row_to_json(_s) from pgrst_source _s limit 1)`
+  return {
+    sql: withCtes(`select json_build_object('body', ${body}, 'count', ${countSql(countSource, options.prefer)}, ` +
+      `'rows', (select count(*) from pgrst_source))`, [`pgrst_source as (${source})`]),
+    params: ctx.params.values,
+    countSource,
+  }
+}
+
+export function buildRead(schema: Schema, request: ReadRequest, prefer: Preferences): Statement {
+  const ctx: BuildContext = { schema, params: new Params(), aliases: new Aliases(), parts: request }
+  const root: Level = { relation: relationOf(schema, request.resource), alias: ctx.aliases.next(), path: [], items: request.select }
+  const from = `${ident(schema.name)}.${ident(root.relation.name)} as ${ident(root.alias)}`
+  return readFrom(ctx, { from, root, window: request, prefer, body: 'rows' })
 }
 
 /** The representation of written rows: the request's select list over `pgrst_source`. */
 function representation(ctx: BuildContext, relation: Relation, select: readonly SelectItem[]): string {
-  const level: Level = { relation, alias: 'pgrst_written', path: [] }
-  const list = selectList(ctx, level, select)
-  return `coalesce((select json_agg(_s) from (select ${list.columns.join(', ') || 'null'} from pgrst_source as "pgrst_written") _s), '[]'::json)`
+  const level: Level = { relation, alias: 'pgrst_written', path: [], items: select }
+  const list = selectList(ctx, level)
+  return `coalesce((select json_agg(_s) from (select ${outputsSql(list.outputs)} from pgrst_source as "pgrst_written") _s), '[]'::json)`
 }
 
 /** Payload columns: `columns=` when given, else every key of every object. */
@@ -283,50 +416,63 @@ function rowsOf(body: unknown, allowArray: boolean): Record<string, unknown>[] {
   throw new PostgrestError('PGRST102', 400, allowArray ? 'Empty or invalid json: the body must be an object or an array of objects' : 'Empty or invalid json: the body must be an object')
 }
 
+/**
+ * INSERT (with upsert), UPDATE or DELETE, returning `{ body, count, keys, inserted }`: the
+ * representation when asked for, the number of rows written, their primary keys (for
+ * `Location`) and, for `resolution=merge-duplicates`, how many were inserted rather than
+ * updated (PostgREST answers 200 instead of 201 when none was).
+ */
 export function buildWrite(schema: Schema, input: WriteInput): Statement {
   const { request, prefer } = input
   const params = new Params()
   const ctx: BuildContext = { schema, params, aliases: new Aliases(), parts: request }
   const relation = relationOf(schema, request.resource)
   const table = `${ident(schema.name)}.${ident(relation.name)}`
-  const target: Level = { relation, alias: 'pgrst_target', path: [] }
+  const target: Level = { relation, alias: 'pgrst_target', path: [], items: [] }
   let write: string
+  let inserted = 'null'
   if (request.method === 'POST') {
     const rows = rowsOf(input.body, true)
     const columns = payloadColumns(relation, rows, request.columns)
     const quoted = columns.map(ident)
     if (rows.length === 0 || columns.length === 0) {
-      write = rows.length === 0
-        ? `select * from ${table} where false`
-        : `insert into ${table} as "pgrst_target" default values returning "pgrst_target".*`
       if (rows.length > 1 && columns.length === 0) {
         throw new PostgrestError('PGRST102', 400, 'Empty or invalid json: objects without columns')
       }
-    } else if (prefer.missing === 'default') {
-      const values = rows.map((row) => `(${columns.map((name) => name in row
-        ? `(select _r.${ident(name)} from json_populate_record(null::${table}, ${params.json(row)}::json) _r)`
-        : 'default').join(', ')})`)
-      write = `insert into ${table} as "pgrst_target" (${quoted.join(', ')}) values ${values.join(', ')}`
+      write = rows.length === 0
+        ? `select * from ${table} where false`
+        : `insert into ${table} as "pgrst_target" default values returning "pgrst_target".*`
     } else {
-      write = `insert into ${table} as "pgrst_target" (${quoted.join(', ')}) select ${columns.map((c) => `_r.${ident(c)}`).join(', ')}` +
-        ` from json_populate_recordset(null::${table}, ${params.json(rows)}::json) _r`
-    }
-    if (rows.length > 0 && columns.length > 0) {
+      if (prefer.missing === 'default') {
+        const values = rows.map((row) => `(${columns.map((name) => name in row
+          ? `(select _r.${ident(name)} from json_populate_record(null::${table}, ${params.json(row)}::json) _r)`
+          : 'default').join(', ')})`)
+        write = `insert into ${table} as "pgrst_target" (${quoted.join(', ')}) values ${values.join(', ')}`
+      } else {
+        write = `insert into ${table} as "pgrst_target" (${quoted.join(', ')}) select ${columns.map((c) => `_r.${ident(c)}`).join(', ')}` +
+          ` from json_populate_recordset(null::${table}, ${params.json(rows)}::json) _r`
+      }
       const conflict = request.onConflict ?? (prefer.resolution ? relation.primaryKey : undefined)
+      let returning = ' returning "pgrst_target".*'
       if (prefer.resolution && conflict) {
         if (conflict.length === 0) throw new PostgrestError('PGRST100', 400, 'an upsert needs on_conflict or a primary key')
         for (const name of conflict) if (!relation.columns.has(name)) throw columnNotFound(relation.name, name)
         const updates = columns.filter((c) => !conflict.includes(c)).map((c) => `${ident(c)} = excluded.${ident(c)}`)
         write += ` on conflict (${conflict.map(ident).join(', ')}) ` +
           (prefer.resolution === 'ignore-duplicates' || updates.length === 0 ? 'do nothing' : `do update set ${updates.join(', ')}`)
+        if (prefer.resolution === 'merge-duplicates' && relation.kind === 'table') {
+          // A row an upsert inserted has no xmax yet; an updated one carries this transaction's.
+          returning += ', ("pgrst_target".xmax = 0) as "pgrst_inserted"'
+          inserted = '(select count(*) from pgrst_source where "pgrst_inserted")'
+        }
       }
-      write += ' returning "pgrst_target".*'
+      write += returning
     }
   } else if (request.method === 'PATCH') {
     const [row] = rowsOf(input.body, false)
     const columns = payloadColumns(relation, [row!], request.columns)
     const where = conditionsAt(target, request, params)
-    const limited = limitedRows(table, target, request, params)
+    const limited = limitedRows(ctx, { table, target, request })
     if (columns.length === 0) {
       write = `select * from ${table} as "pgrst_target" where false`
     } else {
@@ -336,7 +482,7 @@ export function buildWrite(schema: Schema, input: WriteInput): Statement {
     }
   } else if (request.method === 'DELETE') {
     const where = conditionsAt(target, request, params)
-    const limited = limitedRows(table, target, request, params)
+    const limited = limitedRows(ctx, { table, target, request })
     write = `delete from ${table} as "pgrst_target"${limited ?? (where.length > 0 ? ` where ${where.join(' and ')}` : '')} returning "pgrst_target".*`
   } else {
     throw new PostgrestError('PGRST117', 405, `Unsupported HTTP method: ${request.method}`)
@@ -346,18 +492,20 @@ export function buildWrite(schema: Schema, input: WriteInput): Statement {
     ? `(select json_agg(json_build_object(${relation.primaryKey.map((k) => `'${k.replace(/'/g, "''")}', ${ident(k)}`).join(', ')})) from pgrst_source)`
     : 'null'
   return {
-    sql: `with pgrst_source as (${write}) select json_build_object('body', ${body}, 'count', (select count(*) from pgrst_source), 'keys', ${keys})`,
+    sql: withCtes(`select json_build_object('body', ${body}, 'count', (select count(*) from pgrst_source), ` +
+      `'keys', ${keys}, 'inserted', ${inserted})`, [`pgrst_source as (${write})`]),
     params: params.values,
   }
 }
 
 /** PATCH/DELETE with order and limit (PostgREST 12 limited writes): pick rows by ctid. */
-function limitedRows(table: string, target: Level, request: MutationRequest, params: Params): string | null {
+function limitedRows(ctx: BuildContext, options: { table: string; target: Level; request: MutationRequest }): string | null {
+  const { table, target, request } = options
   if (request.limit === null && request.offset === 0) return null
   const inner: Level = { ...target, alias: 'pgrst_pick' }
-  const conditions = conditionsAt(inner, request, params)
+  const conditions = conditionsAt(inner, request, ctx.params)
   return ` where "pgrst_target".ctid = any(array(select "pgrst_pick".ctid from ${table} as "pgrst_pick"` +
-    `${conditions.length > 0 ? ` where ${conditions.join(' and ')}` : ''}${orderAt(inner, request, params)}${windowSql(request, params)}))`
+    `${conditions.length > 0 ? ` where ${conditions.join(' and ')}` : ''}${orderAt(ctx, inner)}${windowSql(request, ctx.params)}))`
 }
 
 /** Picks the overload whose argument names fit the given ones. */
@@ -369,40 +517,56 @@ export function chooseFunction(schema: Schema, name: string, given: ReadonlySet<
   if (fits.length === 1) return fits[0]!
   if (fits.length === 0) {
     throw new PostgrestError('PGRST202', 404,
-      `Could not find the function ${schema.name}.${name}${given.size ? `(${[...given].sort().join(', ')})` : ' without parameters'} in the schema cache`)
+      `Could not find the function ${schema.name}.${name}${given.size ? `(${[...given].sort().join(', ')})` : ' without parameters'} in the schema cache`, {
+        hint: overloads.length > 0 ? `The function exists with other parameters: ${overloads.map((fn) => `${name}(${fn.arguments.map((a) => a.name).join(', ')})`).join(', ')}` : null,
+      })
   }
   throw new PostgrestError('PGRST203', 300, `Could not choose the best candidate function between several overloads of ${name}`)
 }
 
-/** A call of an app database function with named arguments from a JSON object. */
+/** The rows a function returns, as a relation the select, filters and order can refer to. */
+function resultRelation(schema: Schema, fn: DbFunction): Relation | null {
+  if (fn.returnsRelation) return schema.relations.get(fn.returnsRelation) ?? null
+  if (!fn.returnColumns) return null
+  return {
+    name: fn.name,
+    kind: 'view',
+    columns: new Map(fn.returnColumns.map((c) => [c.name, c])),
+    primaryKey: [],
+    uniqueKeys: [],
+    insertable: false,
+  }
+}
+
+/**
+ * A call of an app database function with named arguments from a JSON object. Scalar results
+ * are `{ body: value }`; rows (`returns setof table`, `returns table (...)`, a composite) are
+ * read like a relation, so select, filters, order, limit and counts apply. The function runs
+ * in FROM (once), never as `(f()).*`, which would call it once per column.
+ */
 export function buildCall(schema: Schema, fn: DbFunction, args: Record<string, unknown>, request: ReadRequest, prefer: Preferences): Statement {
   const params = new Params()
   const given = fn.arguments.filter((a) => a.name in args)
-  const record = given.length > 0
-    ? ` from json_to_record(${params.json(args)}::json) as _args(${given.map((a) => `${ident(a.name)} ${a.type}`).join(', ')})`
-    : ''
+  const argsFrom = given.length > 0
+    ? `json_to_record(${params.json(args)}::json) as _args(${given.map((a) => `${ident(a.name)} ${a.type}`).join(', ')})`
+    : null
   const call = `${ident(schema.name)}.${ident(fn.name)}(${given.map((a) => `${ident(a.name)} => _args.${ident(a.name)}`).join(', ')})`
-  if (fn.returnsScalar) {
-    const sql = fn.returnsSet
-      ? `select json_build_object('body', coalesce((select json_agg(_v) from (select ${call} as _v${record}) _x), '[]'::json), 'count', null)`
-      : `select json_build_object('body', (select to_json(${call})${record}), 'count', null)`
-    return { sql, params: params.values }
+  if (fn.returnsScalar || fn.returnsVoid) {
+    // In a CTE a volatile call runs exactly once, even when its value is not used (void).
+    const source = `pgrst_source as (select ${call} as _v${argsFrom ? ` from ${argsFrom}` : ''})`
+    const body = fn.returnsVoid ? 'null' : fn.returnsSet ? `coalesce((select json_agg(_v) from pgrst_source), '[]'::json)` : '(select to_json(_v) from pgrst_source)'
+    return {
+      sql: withCtes(`select json_build_object('body', ${body}, 'count', null, 'rows', (select count(*) from pgrst_source))`, [source]),
+      params: params.values,
+    }
   }
+  const returned = resultRelation(schema, fn)
+  const rowsFrom = `(select _r.* from ${argsFrom ? `${argsFrom}, lateral ` : ''}${call} as _r)`
   const ctx: BuildContext = { schema, params, aliases: new Aliases(), parts: request }
-  const returned = fn.returnsRelation ? schema.relations.get(fn.returnsRelation) : undefined
-  const source = `(select (${call}).*${record})`
   if (!returned) {
-    const rows = `coalesce((select json_agg(_s) from ${source} _s), '[]'::json)`
-    const body = fn.returnsSet ? rows : `(select row_to_json(_s) from ${source} _s)`
-    return { sql: `select json_build_object('body', ${body}, 'count', null)`, params: params.values }
+    // `returns record` without a column definition: PostgreSQL cannot call it from FROM.
+    throw new PostgrestError('PGRST202', 404, `The function ${schema.name}.${fn.name} returns an undescribed record and cannot be called`)
   }
-  const root: Level = { relation: returned, alias: ctx.aliases.next(), path: [] }
-  const list = selectList(ctx, root, request.select)
-  const where = [...conditionsAt(root, request, params), ...list.conditions]
-  const whereSql = where.length > 0 ? ` where ${where.join(' and ')}` : ''
-  const from = `${source} as ${ident(root.alias)}`
-  const count = prefer.count === 'exact' ? `(select count(*) from ${from}${whereSql})` : 'null'
-  const inner = `select ${list.columns.join(', ') || 'null'} from ${from}${whereSql}${orderAt(root, request, params)}${windowSql(request, params)}`
-  const body = fn.returnsSet ? ROWS : `(select row_to_json(_s) from pgrst_source _s limit 1)`
-  return { sql: `with pgrst_source as (${inner}) ${envelope(body, count)}`, params: params.values }
+  const root: Level = { relation: returned, alias: ctx.aliases.next(), path: [], items: request.select }
+  return readFrom(ctx, { from: `${rowsFrom} as ${ident(root.alias)}`, root, window: request, prefer, body: fn.returnsSet ? 'rows' : 'object' })
 }

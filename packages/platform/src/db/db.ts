@@ -6,7 +6,10 @@
 export type Row = Record<string, unknown>
 
 export interface Queryable {
-  /** One statement with bound parameters ($1, $2, ...). */
+  /**
+   * One statement with bound parameters ($1, $2, ...). A string bound to a json or jsonb
+   * parameter is JSON text (pass `JSON.stringify(value)`), on both backends.
+   */
   query<T extends Row = Row>(text: string, params?: readonly unknown[]): Promise<T[]>
   /** A script of several statements without parameters (migrations). */
   exec(script: string): Promise<void>

@@ -21,6 +21,14 @@ export function openPostgres(options: PostgresOptions): Db {
     onnotice: () => {},
     types: {
       int8: { to: 20, from: [20], serialize: (v: unknown) => String(v), parse: (v: string) => Number(v) },
+      // A string bound to a json/jsonb parameter is JSON text, as PGlite treats it; the
+      // driver's default would encode it again into a JSON string value.
+      json: {
+        to: 3802,
+        from: [114, 3802],
+        serialize: (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v)),
+        parse: (v: string) => JSON.parse(v),
+      },
     },
     connection: {
       application_name: 'service-platform',

@@ -6,7 +6,7 @@ import { describe, test } from 'node:test'
 import postgres from 'postgres'
 import { randomHex } from '../lib/crypto.ts'
 import { bundle, manifest, startHarness } from '../../test/harness.ts'
-import { backend, type TestDb } from '../../test/test-db.ts'
+import { backend, createTestDb, type TestDb } from '../../test/test-db.ts'
 import type { Db } from './db.ts'
 import { migratePlatform, platformMigrations } from './migrate.ts'
 import { openPglite } from './pglite.ts'
@@ -90,6 +90,20 @@ describe(`storage (${backend})`, () => {
       await h.close()
     } finally {
       await store.destroy()
+    }
+  })
+})
+
+describe(`value conventions (${backend})`, () => {
+  test('a string bound to a jsonb parameter is JSON text on both backends', async () => {
+    const t = await createTestDb()
+    try {
+      const [row] = await t.db.query<{ kind: string; value: unknown }>(
+        'select jsonb_typeof($1::jsonb) as kind, $1::jsonb as value', [JSON.stringify({ a: [1, 2] })])
+      assert.equal(row!.kind, 'object')
+      assert.deepEqual(row!.value, { a: [1, 2] })
+    } finally {
+      await t.cleanup()
     }
   })
 })

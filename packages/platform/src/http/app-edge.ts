@@ -191,6 +191,8 @@ export function appEdge(deps: EdgeDeps) {
 
   edge.all('/rest/v1/*', (c) => deps.dataApi.handle(c.var.app, c.var.caller, c.req.raw))
   edge.all('/rest/v1', (c) => deps.dataApi.handle(c.var.app, c.var.caller, c.req.raw))
+  // Anything else under /rest/ (e.g. a normalised /rest/v1/../x) is not the frontend's.
+  edge.all('/rest/*', (c) => c.json({ code: 'PGRST125', message: `Invalid path specified in request URL: ${new URL(c.req.url).pathname}`, details: null, hint: null }, 404))
   edge.all('/_service/*', (c) => {
     throw notImplemented(`The runtime endpoint ${new URL(c.req.url).pathname}`)
   })
