@@ -1,0 +1,56 @@
+/**
+ * How an invocation ends, and how a failure becomes an HTTP error. Typed `ServiceError`s
+ * a Function throws keep their status, code, message and details; every other failure
+ * has a `kind` so the platform can answer generically in production and in detail in
+ * development (spec 7.1: "unknown production errors stay generic").
+ */
+import type { WireFailure } from './protocol.ts'
+
+/** Why an invocation failed. */
+export type FunctionFailure =
+  | WireFailure
+  /** The invocation ran (or waited) past its timeout; its worker was killed. */
+  | { readonly kind: 'timeout'; readonly message: string }
+  /** The worker process ended (killed, crashed, broke the protocol) while the invocation ran. */
+  | { readonly kind: 'crashed'; readonly message: string }
+
+export type FunctionFailureKind = FunctionFailure['kind']
+
+/** What `invoke` resolves to; it never rejects. */
+export type FunctionResult =
+  | { readonly ok: true; readonly value: unknown }
+  | { readonly ok: false; readonly error: FunctionFailure }
+
+/** The HTTP status, code and generic message of each failure kind other than `service`. */
+const GENERIC = {
+  import: { status: 500, code: 'FUNCTION_IMPORT_FAILED', message: 'The Function could not be loaded' },
+  invalid_return: { status: 500, code: 'FUNCTION_INVALID_RETURN', message: 'The Function returned a value that is not JSON' },
+  unknown: { status: 500, code: 'FUNCTION_FAILED', message: 'The Function failed' },
+  timeout: { status: 504, code: 'FUNCTION_TIMEOUT', message: 'The Function did not finish in time' },
+  crashed: { status: 502, code: 'FUNCTION_CRASHED', message: 'The Function stopped unexpectedly' },
+} as const
+
+export interface FailureResponse {
+  readonly status: number
+  readonly body: { readonly error: { readonly code: string; readonly message: string; readonly details?: unknown } }
+}
+
+/**
+ * The HTTP answer for a failed invocation. In production only typed errors keep their
+ * message and details; in development every failure carries its message (and stack).
+ *
+ * @example
+ * const result = await pool.invoke({ entrypoint, input, meta })
+ * if (!result.ok) { const { status, body } = failureResponse(result.error, { environment }); return c.json(body, status) }
+ */
+export function failureResponse(failure: FunctionFailure, options: { environment: 'production' | 'development' }): FailureResponse {
+  if (failure.kind === 'service') {
+    const error = { code: failure.code, message: failure.message }
+    return { status: failure.status, body: { error: failure.details === undefined ? error : { ...error, details: failure.details } } }
+  }
+  const generic = GENERIC[failure.kind]
+  if (options.environment === 'production') return { status: generic.status, body: { error: { code: generic.code, message: generic.message } } }
+  const stack = 'stack' in failure ? failure.stack : undefined
+  const error = { code: generic.code, message: `${generic.message}: ${failure.message}` }
+  return { status: generic.status, body: { error: stack === undefined ? error : { ...error, details: { stack } } } }
+}

@@ -1,0 +1,18 @@
+/**
+ * The Functions runtime's public surface: a warm pool of sandboxed Deno workers per app
+ * release and namespace (`createFunctionPool`), the result and failure types an
+ * invocation ends with, and `failureResponse`, which turns a failure into the HTTP error
+ * (generic in production, detailed in development).
+ */
+export {
+  createFunctionPool,
+  type ContextCall,
+  type FunctionPool,
+  type FunctionPoolOptions,
+  type InvocationMeta,
+  type InvokeRequest,
+  type WarmResult,
+} from './pool.ts'
+export { failureResponse, type FailureResponse, type FunctionFailure, type FunctionFailureKind, type FunctionResult } from './failures.ts'
+export { DENIED_IPV4_RANGES, DENIED_IPV6_ADDRESSES } from './sandbox.ts'
+export { resolveDenoBinary } from './deno-binary.ts'

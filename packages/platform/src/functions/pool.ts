@@ -1,0 +1,534 @@
+/**
+ * A warm pool of sandboxed Deno workers for one app release and namespace (the caller
+ * creates one pool per pair). `invoke` runs a Function and resolves with its result or a
+ * typed failure; it never rejects.
+ *
+ * Scheduling: an invocation goes to the least busy live worker below the per-worker
+ * concurrency limit (workers are async, so one worker runs many invocations); when every
+ * worker is busy and the pool is below `size`, another worker starts, and past that the
+ * invocation queues. Workers start on demand (or with `warm`), and a worker that dies is
+ * replaced when there is work for it, so a Deno that cannot start is never restarted in
+ * a loop.
+ *
+ * Capabilities: each invocation gets a random token. A context call from a worker reaches
+ * `onContextCall` only when its token belongs to a live invocation of that same worker
+ * and names that invocation's id; the call then carries the pool's own record of the
+ * invocation (`meta`), never identity from the message. The token dies when the
+ * invocation ends, and the call's `signal` aborts then.
+ *
+ * Timeouts cover the wait in the queue and the run. An invocation past its timeout fails
+ * with `timeout`; if it was running, its worker is killed (a Function may be stuck in a
+ * loop), which fails the worker's other invocations with `crashed`.
+ */
+import { randomBytes, randomUUID } from 'node:crypto'
+import { mkdirSync, readdirSync, realpathSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { Logger } from '../lib/logger.ts'
+import { decodeBytes, encodeBytes } from './bytes.ts'
+import { resolveDenoBinary } from './deno-binary.ts'
+import { entrypointProblem } from './entrypoint.ts'
+import type { FunctionFailure, FunctionResult } from './failures.ts'
+import type { CallMessage, WireCallError, WireFailure, WireHttpRoute, WireIntegration, WireMeta, WorkerMessage } from './protocol.ts'
+import { workerCommand } from './sandbox.ts'
+import { startWorkerProcess, type WorkerProcess } from './worker-process.ts'
+
+/**
+ * Who and what an invocation is for. The worker sees the spec 2.10 fields; a caller may
+ * add its own (database identity, app and namespace ids), which stay in the platform and
+ * reach `onContextCall` with every call.
+ */
+export interface InvocationMeta {
+  readonly requestId: string
+  readonly environment: 'production' | 'development'
+  readonly user: { readonly id: string } | null
+  readonly job: { readonly id: string; readonly queue: string; readonly attempt: number } | null
+  readonly http: WireHttpRoute | null
+  readonly integration?: WireIntegration | null
+}
+
+/** A context operation a running Function asked for, with the invocation it belongs to. */
+export interface ContextCall<Meta extends InvocationMeta = InvocationMeta> {
+  /** `data`, `files`, `ai`, `email`, `notifications`, `jobs`, `integrations`, `integration`, `secrets` or `log`. */
+  readonly member: string
+  /** Dotted after a sub-client: `table.getById` (args start with the table name), `use.call` (with the slot). */
+  readonly method: string
+  /** JSON values, with byte arrays as Uint8Array. */
+  readonly args: readonly unknown[]
+  /** The pool's record of the invocation, as given to `invoke`. */
+  readonly meta: Meta
+  readonly entrypoint: string
+  readonly invocationId: string
+  /** Aborts when the invocation ends (result, timeout or crash). */
+  readonly signal: AbortSignal
+}
+
+export interface FunctionPoolOptions<Meta extends InvocationMeta = InvocationMeta> {
+  /** The app release's bundle directory: the worker's cwd and the only app files it can read. */
+  readonly bundleDir: string
+  /** Absolute path of `@service/server`'s entry, packages/server-sdk/src/index.ts. */
+  readonly sdkEntry: string
+  /** Most worker processes at once. */
+  readonly size: number
+  /** Most invocations in flight on one worker; more queue. Default 16. */
+  readonly concurrency?: number
+  /** Default invocation timeout in milliseconds (queue wait included). Default 30 000. */
+  readonly timeoutMs?: number
+  /** Addresses to open for tests on loopback; see sandbox.ts for the forms Deno accepts. */
+  readonly allowNet?: readonly string[]
+  /** Addresses to refuse besides private ranges: the platform's own `host:port`, its host names. */
+  readonly denyNet?: readonly string[]
+  /** Deno's cache directory (transpiled modules, V8 code cache); created if missing. */
+  readonly denoDir: string
+  /** The Deno binary; the workspace's `deno` npm package when left out. */
+  readonly denoPath?: string
+  /** V8 heap limit per worker in MiB; a Function over it crashes its worker. */
+  readonly maxHeapMb?: number
+  /** Longest protocol message a worker may write, in characters. Default 64 Mi. */
+  readonly maxMessageChars?: number
+  /** Answers a context call; a thrown error with `code` and `status` reaches the Function as a ServiceError. */
+  onContextCall(call: ContextCall<Meta>): Promise<unknown>
+  readonly logger: Logger
+}
+
+export interface InvokeRequest<Meta extends InvocationMeta = InvocationMeta> {
+  /** Bundle-relative module path, such as `functions/create-task.ts`. */
+  readonly entrypoint: string
+  /** The raw input; the Function's schema parses it. */
+  readonly input: unknown
+  readonly meta: Meta
+  /** Overrides the pool's default timeout. */
+  readonly timeoutMs?: number
+}
+
+export type WarmResult =
+  | { readonly entrypoint: string; readonly ok: true }
+  | { readonly entrypoint: string; readonly ok: false; readonly error: FunctionFailure }
+
+export interface FunctionPool<Meta extends InvocationMeta = InvocationMeta> {
+  /** Runs a Function; resolves with its value or a typed failure, never rejects. */
+  invoke(request: InvokeRequest<Meta>): Promise<FunctionResult>
+  /** Starts every worker and imports `entrypoints` in each; reports each module's import. */
+  warm(entrypoints?: readonly string[]): Promise<WarmResult[]>
+  /** Kills every worker; running and queued invocations fail with `crashed`. */
+  close(): Promise<void>
+}
+
+const DEFAULT_CONCURRENCY = 16
+const DEFAULT_TIMEOUT_MS = 30_000
+const DEFAULT_MAX_MESSAGE_CHARS = 64 * 1024 * 1024
+const ERROR_CODE = /^[A-Z][A-Z0-9_]*$/
+
+interface Invocation<Meta extends InvocationMeta> {
+  readonly id: string
+  readonly request: InvokeRequest<Meta>
+  readonly resolve: (result: FunctionResult) => void
+  state: 'queued' | 'running' | 'done'
+  timer: ReturnType<typeof setTimeout> | undefined
+  worker: Worker<Meta> | undefined
+  capability: string | undefined
+  /** Made on the first context call (most invocations make none; an abort costs a DOMException). */
+  abort: AbortController | undefined
+}
+
+interface Worker<Meta extends InvocationMeta> {
+  readonly serial: number
+  readonly process: WorkerProcess
+  /** Running invocations by id, and the same by capability. */
+  readonly running: Map<string, Invocation<Meta>>
+  readonly capabilities: Map<string, Invocation<Meta>>
+  readonly loads: Map<string, (failure: FunctionFailure | null) => void>
+  /** Resolves true on `ready`, false if the worker ends first. */
+  readonly ready: Promise<boolean>
+  readonly markReady: (ready: boolean) => void
+  alive: boolean
+}
+
+/**
+ * Creates the pool; no process starts until `invoke` or `warm`.
+ *
+ * @example
+ * const pool = createFunctionPool({ bundleDir, sdkEntry, size: 2, denoDir, logger, onContextCall: (call) => runtime.handle(call) })
+ * const result = await pool.invoke({ entrypoint: 'functions/create-task.ts', input: { title: 'Milk' }, meta })
+ * if (result.ok) return c.json(result.value)
+ */
+export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>(options: FunctionPoolOptions<Meta>): FunctionPool<Meta> {
+  if (!Number.isInteger(options.size) || options.size < 1) throw new TypeError('a function pool needs size >= 1')
+  const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY
+  const defaultTimeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
+  const logger = options.logger
+  const bundleDir = realpathSync(options.bundleDir)
+  assertNoSymlinks(bundleDir)
+  mkdirSync(options.denoDir, { recursive: true })
+  const denoPath = options.denoPath ?? resolveDenoBinary()
+  const command = workerCommand({
+    bundleDir,
+    sdkEntry: realpathSync(options.sdkEntry),
+    workerScript: realpathSync(fileURLToPath(new URL('./worker/worker.ts', import.meta.url))),
+    denoDir: options.denoDir,
+    ...(options.allowNet === undefined ? {} : { allowNet: options.allowNet }),
+    ...(options.denyNet === undefined ? {} : { denyNet: options.denyNet }),
+    ...(options.maxHeapMb === undefined ? {} : { maxHeapMb: options.maxHeapMb }),
+  })
+
+  const workers: Worker<Meta>[] = []
+  let queue: Invocation<Meta>[] = []
+  let workerSerial = 0
+  let loadSerial = 0
+  let closed = false
+  let pumpScheduled = false
+
+  // A release has a fixed set of entrypoints; remember the verdicts (bounded, in case callers pass anything).
+  const entrypointVerdicts = new Map<string, string | null>()
+  function checkEntrypoint(entrypoint: string): string | null {
+    const known = entrypointVerdicts.get(entrypoint)
+    if (known !== undefined) return known
+    const problem = entrypointProblem(entrypoint)
+    if (entrypointVerdicts.size < 1024) entrypointVerdicts.set(entrypoint, problem)
+    return problem
+  }
+
+  function spawnWorker(): Worker<Meta> {
+    workerSerial += 1
+    const serial = workerSerial
+    let record: Worker<Meta> | undefined
+    let markReady: (ready: boolean) => void = () => {}
+    const ready = new Promise<boolean>((resolve) => {
+      markReady = resolve
+    })
+    const child = startWorkerProcess({
+      denoPath,
+      args: command.args,
+      env: command.env,
+      cwd: bundleDir,
+      maxMessageChars: options.maxMessageChars ?? DEFAULT_MAX_MESSAGE_CHARS,
+      onMessage: (message, hasBytes) => {
+        if (record?.alive) onMessage(record, message, hasBytes)
+      },
+      onStderr: (line) => logger.info('function output', { worker: serial, pid: child.pid, line }),
+      onEnd: (reason) => {
+        if (record) workerEnded(record, reason)
+      },
+    })
+    record = { serial, process: child, running: new Map(), capabilities: new Map(), loads: new Map(), ready, markReady, alive: true }
+    workers.push(record)
+    logger.debug('functions worker started', { worker: serial, pid: child.pid, bundleDir })
+    return record
+  }
+
+  function workerEnded(worker: Worker<Meta>, reason: string): void {
+    if (!worker.alive) return
+    worker.alive = false
+    workers.splice(workers.indexOf(worker), 1)
+    worker.markReady(false)
+    if (!closed) logger.warn('functions worker ended', { worker: worker.serial, pid: worker.process.pid, reason })
+    for (const invocation of [...worker.running.values()]) finish(invocation, failed({ kind: 'crashed', message: `the Functions worker ended: ${reason}` }))
+    for (const settle of worker.loads.values()) settle({ kind: 'crashed', message: `the Functions worker ended: ${reason}` })
+    worker.loads.clear()
+    schedulePump()
+  }
+
+  /** The worker for the next invocation, starting one when all are busy; undefined means queue. */
+  function pickWorker(): Worker<Meta> | undefined {
+    let best: Worker<Meta> | undefined
+    for (const worker of workers) {
+      if (worker.alive && worker.running.size < concurrency && (best === undefined || worker.running.size < best.running.size)) best = worker
+    }
+    if (best !== undefined && best.running.size === 0) return best
+    if (workers.length < options.size) {
+      const fresh = spawnWorker()
+      return best ?? fresh
+    }
+    return best
+  }
+
+  function schedulePump(): void {
+    if (pumpScheduled) return
+    pumpScheduled = true
+    queueMicrotask(() => {
+      pumpScheduled = false
+      pump()
+    })
+  }
+
+  function pump(): void {
+    while (!closed && queue.length > 0) {
+      const worker = pickWorker()
+      if (worker === undefined) return
+      const invocation = queue.shift()
+      if (invocation !== undefined) start(invocation, worker)
+    }
+  }
+
+  function start(invocation: Invocation<Meta>, worker: Worker<Meta>): void {
+    const capability = newCapability()
+    invocation.state = 'running'
+    invocation.worker = worker
+    invocation.capability = capability
+    worker.running.set(invocation.id, invocation)
+    worker.capabilities.set(capability, invocation)
+    try {
+      worker.process.send({
+        type: 'invoke',
+        id: invocation.id,
+        capability,
+        entrypoint: invocation.request.entrypoint,
+        input: invocation.request.input,
+        meta: wireMeta(invocation.request.meta),
+      })
+    } catch (error) {
+      finish(invocation, failed({ kind: 'unknown', message: `the invocation could not be sent to the worker: ${messageOf(error)}` }))
+    }
+  }
+
+  function finish(invocation: Invocation<Meta>, result: FunctionResult): void {
+    if (invocation.state === 'done') return
+    const wasRunning = invocation.state === 'running'
+    invocation.state = 'done'
+    clearTimeout(invocation.timer)
+    const worker = invocation.worker
+    if (worker !== undefined) {
+      worker.running.delete(invocation.id)
+      if (invocation.capability !== undefined) worker.capabilities.delete(invocation.capability)
+    }
+    invocation.abort?.abort()
+    invocation.resolve(result)
+    if (wasRunning) schedulePump()
+  }
+
+  function timeOut(invocation: Invocation<Meta>, timeoutMs: number): void {
+    if (invocation.state === 'queued') {
+      queue = queue.filter((queued) => queued !== invocation)
+      finish(invocation, failed({ kind: 'timeout', message: `the invocation waited ${timeoutMs} ms for a free worker` }))
+      return
+    }
+    const worker = invocation.worker
+    finish(invocation, failed({ kind: 'timeout', message: `the Function did not finish within ${timeoutMs} ms` }))
+    if (worker?.alive) worker.process.kill(`an invocation of ${invocation.request.entrypoint} timed out after ${timeoutMs} ms`)
+  }
+
+  function onMessage(worker: Worker<Meta>, message: WorkerMessage, hasBytes: boolean): void {
+    switch (message.type) {
+      case 'ready':
+        worker.markReady(true)
+        return
+      case 'result': {
+        const invocation = worker.running.get(message.id)
+        if (invocation === undefined) {
+          logger.warn('functions worker sent a result for no running invocation', { worker: worker.serial })
+          return
+        }
+        finish(invocation, message.ok ? { ok: true, value: message.value } : failed(checkedFailure(message.error)))
+        return
+      }
+      case 'call':
+        handleCall(worker, message, hasBytes)
+        return
+      case 'loaded': {
+        const settle = worker.loads.get(message.id)
+        worker.loads.delete(message.id)
+        settle?.(message.ok ? null : checkedFailure(message.error))
+        return
+      }
+    }
+  }
+
+  function handleCall(worker: Worker<Meta>, message: CallMessage, hasBytes: boolean): void {
+    const invocation = typeof message.capability === 'string' ? worker.capabilities.get(message.capability) : undefined
+    const wellFormed = typeof message.member === 'string' && typeof message.method === 'string' && Array.isArray(message.args)
+    if (invocation === undefined || invocation.id !== message.invocationId || !wellFormed) {
+      logger.warn('functions: refused a context call without a live capability', {
+        worker: worker.serial,
+        member: String(message.member).slice(0, 64),
+        method: String(message.method).slice(0, 64),
+      })
+      reply(worker, message, { ok: false, error: { message: 'The context call was refused: its invocation has ended or its capability is not valid' } })
+      return
+    }
+    const call: ContextCall<Meta> = {
+      member: message.member,
+      method: message.method,
+      args: hasBytes ? (decodeBytes(message.args) as unknown[]) : message.args,
+      meta: invocation.request.meta,
+      entrypoint: invocation.request.entrypoint,
+      invocationId: invocation.id,
+      signal: (invocation.abort ??= new AbortController()).signal,
+    }
+    let answer: Promise<unknown>
+    try {
+      answer = Promise.resolve(options.onContextCall(call))
+    } catch (error) {
+      answer = Promise.reject(error)
+    }
+    answer.then(
+      (value) => reply(worker, message, { ok: true, value: encodeBytes(value) }),
+      (error: unknown) => reply(worker, message, { ok: false, error: callError(error, message) }),
+    )
+  }
+
+  function reply(worker: Worker<Meta>, call: CallMessage, answer: { ok: true; value: unknown } | { ok: false; error: WireCallError }): void {
+    if (!worker.alive) return
+    try {
+      worker.process.send({ type: 'reply', id: call.id, ...answer })
+    } catch (error) {
+      // The value is not JSON (a BigInt from the database, say): the Function gets a failure, not a hang.
+      logger.error('functions: a context call reply is not JSON', { member: call.member, method: call.method, error: messageOf(error) })
+      worker.process.send({ type: 'reply', id: call.id, ok: false, error: { message: `The platform could not complete ${call.member}.${call.method}` } })
+    }
+  }
+
+  function callError(error: unknown, call: CallMessage): WireCallError {
+    if (typeof error === 'object' && error !== null) {
+      const { code, status, message, details } = error as Record<string, unknown>
+      if (typeof code === 'string' && ERROR_CODE.test(code) && typeof status === 'number' && status >= 400 && status <= 599 && typeof message === 'string') {
+        return details === undefined ? { code, status, message } : { code, status, message, details }
+      }
+    }
+    logger.error('functions: a context call failed', { member: call.member, method: call.method, error: messageOf(error) })
+    return { message: `The platform could not complete ${call.member}.${call.method}` }
+  }
+
+  async function warmWorker(worker: Worker<Meta>, entrypoints: readonly string[]): Promise<WarmResult[]> {
+    const started = await Promise.race([worker.ready, delay(defaultTimeoutMs).then(() => false)])
+    if (!started) {
+      if (worker.alive) worker.process.kill('the worker did not start in time')
+      return entrypoints.map((entrypoint) => ({ entrypoint, ok: false, error: { kind: 'crashed', message: 'the Functions worker did not start' } }))
+    }
+    return await Promise.all(entrypoints.map((entrypoint) => loadIn(worker, entrypoint)))
+  }
+
+  function loadIn(worker: Worker<Meta>, entrypoint: string): Promise<WarmResult> {
+    const problem = entrypointProblem(entrypoint)
+    if (problem !== null) return Promise.resolve({ entrypoint, ok: false, error: { kind: 'import', message: problem } })
+    if (!worker.alive) return Promise.resolve({ entrypoint, ok: false, error: { kind: 'crashed', message: 'the Functions worker ended' } })
+    loadSerial += 1
+    const id = `load-${loadSerial}`
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        worker.loads.delete(id)
+        resolve({ entrypoint, ok: false, error: { kind: 'timeout', message: `${entrypoint} did not load within ${defaultTimeoutMs} ms` } })
+        if (worker.alive) worker.process.kill(`loading ${entrypoint} timed out`)
+      }, defaultTimeoutMs)
+      worker.loads.set(id, (failure) => {
+        clearTimeout(timer)
+        resolve(failure === null ? { entrypoint, ok: true } : { entrypoint, ok: false, error: failure })
+      })
+      worker.process.send({ type: 'load', id, entrypoint })
+    })
+  }
+
+  return {
+    invoke(request) {
+      if (closed) return Promise.resolve(failed({ kind: 'crashed', message: 'the function pool is closed' }))
+      const problem = checkEntrypoint(request.entrypoint)
+      if (problem !== null) return Promise.resolve(failed({ kind: 'import', message: problem }))
+      const timeoutMs = request.timeoutMs ?? defaultTimeoutMs
+      return new Promise<FunctionResult>((resolve) => {
+        const invocation: Invocation<Meta> = {
+          id: randomUUID(),
+          request,
+          resolve,
+          state: 'queued',
+          timer: undefined,
+          worker: undefined,
+          capability: undefined,
+          abort: undefined,
+        }
+        invocation.timer = setTimeout(() => timeOut(invocation, timeoutMs), timeoutMs)
+        queue.push(invocation)
+        pump()
+      })
+    },
+
+    async warm(entrypoints = []) {
+      if (closed) throw new Error('the function pool is closed')
+      while (workers.length < options.size) spawnWorker()
+      const perWorker = await Promise.all(workers.map((worker) => warmWorker(worker, entrypoints)))
+      // Every worker runs the same bundle; report the first failure seen for each module.
+      return entrypoints.map((entrypoint, index) => {
+        const outcomes = perWorker.map((results) => results[index]).filter((result) => result !== undefined)
+        return outcomes.find((result) => !result.ok) ?? outcomes[0] ?? { entrypoint, ok: false, error: { kind: 'crashed', message: 'no worker started' } }
+      })
+    },
+
+    async close() {
+      closed = true
+      for (const invocation of queue) finish(invocation, failed({ kind: 'crashed', message: 'the function pool closed' }))
+      queue = []
+      const exits = workers.map((worker) => worker.process.exited)
+      for (const worker of [...workers]) worker.process.kill('the function pool closed')
+      await Promise.all(exits)
+    },
+  }
+}
+
+/**
+ * Deno follows a symlink inside an allowed directory without checking its target (checked
+ * with 2.9.6: `--allow-read=<bundle>` reads `<bundle>/link` -> /etc/hostname), so a bundle
+ * with a symlink would open the host's files to its Functions. Deploy writes regular files
+ * only; this refuses anything else before a worker can start.
+ */
+function assertNoSymlinks(directory: string): void {
+  for (const entry of readdirSync(directory, { withFileTypes: true })) {
+    const path = join(directory, entry.name)
+    if (entry.isSymbolicLink()) throw new Error(`the bundle holds a symbolic link at ${path}; Functions could read its target`)
+    if (entry.isDirectory()) assertNoSymlinks(path)
+    else if (!entry.isFile()) throw new Error(`the bundle holds ${path}, which is not a regular file or directory`)
+  }
+}
+
+/** The fields of `meta` the worker turns into the context; the caller's extra fields stay here. */
+function wireMeta(meta: InvocationMeta): WireMeta {
+  return {
+    requestId: meta.requestId,
+    environment: meta.environment,
+    user: meta.user,
+    job: meta.job,
+    http: meta.http,
+    integration: meta.integration ?? null,
+  }
+}
+
+const CAPABILITY_BYTES = 24
+let entropy = Buffer.alloc(0)
+let entropyOffset = 0
+
+/**
+ * A fresh 192-bit capability token. Random bytes are drawn 6 KiB at a time, because a
+ * `randomBytes` call per invocation was a visible share of a warm invocation's cost.
+ */
+function newCapability(): string {
+  if (entropyOffset + CAPABILITY_BYTES > entropy.length) {
+    entropy = randomBytes(CAPABILITY_BYTES * 256)
+    entropyOffset = 0
+  }
+  const token = entropy.toString('base64url', entropyOffset, entropyOffset + CAPABILITY_BYTES)
+  entropyOffset += CAPABILITY_BYTES
+  return token
+}
+
+function failed(error: FunctionFailure): FunctionResult {
+  return { ok: false, error }
+}
+
+const WORKER_FAILURE_KINDS = new Set(['service', 'import', 'invalid_return', 'unknown'])
+
+/** A failure as the worker reported it, if it has the protocol's shape (Function code can write to stdout). */
+function checkedFailure(error: unknown): WireFailure {
+  if (typeof error === 'object' && error !== null) {
+    const failure = error as Record<string, unknown>
+    if (typeof failure['kind'] === 'string' && WORKER_FAILURE_KINDS.has(failure['kind']) && typeof failure['message'] === 'string') {
+      if (failure['kind'] !== 'service') return failure as WireFailure
+      if (typeof failure['code'] === 'string' && typeof failure['status'] === 'number') return failure as WireFailure
+    }
+  }
+  return { kind: 'unknown', message: 'the worker reported a failure the protocol does not have' }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref())
+}

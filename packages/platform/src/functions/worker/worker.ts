@@ -1,0 +1,603 @@
+/**
+ * The Functions worker: a long-lived Deno process that runs one app release's Functions.
+ * The platform starts it with `deno run` under a sandbox (read the bundle and the SDK
+ * only; no write, env, subprocess, FFI or sys; outbound network except denied addresses)
+ * and talks to it over stdin and stdout in newline-delimited JSON (see ../protocol.ts).
+ *
+ * Each `invoke` imports the Function module once (later invokes reuse it), builds a
+ * context whose platform-backed members (data, files, ai, email, notifications, jobs,
+ * integrations, integration, secrets, log) send `call` messages back to the platform with
+ * the invocation's capability, runs `runFunction` and answers with one `result`. Many
+ * invocations may be in flight at once. When an invocation ends its capability is dropped:
+ * a context kept past the end (in a module global, a timer) refuses every call.
+ *
+ * Before any Function loads, the worker takes stdin and stdout for itself, hides them
+ * and `Deno.exit` from Function code, sends `console.*` to stderr, and keeps unhandled
+ * rejections and uncaught errors from ending the process (they are reported on stderr).
+ * Code that runs here uses web-standard and Deno APIs only.
+ *
+ * Usage (the platform's pool does this): deno run <sandbox flags> worker.ts <bundle dir URL>
+ */
+
+import {
+  ServiceError,
+  isServiceError,
+  isServiceFunction,
+  runFunction,
+  type AiClient,
+  type DataClient,
+  type EmailClient,
+  type FilesClient,
+  type HttpRoute,
+  type IntegrationInvocation,
+  type IntegrationsClient,
+  type InvocationContext,
+  type JobsClient,
+  type Logger,
+  type NotificationsClient,
+  type ReadonlyQuery,
+  type SecretsClient,
+  type ServiceFunction,
+} from '@service/server'
+import { entrypointProblem } from '../entrypoint.ts'
+import {
+  BYTES_TAG,
+  type InvokeMessage,
+  type LoadMessage,
+  type PlatformMessage,
+  type ReplyMessage,
+  type WireCallError,
+  type WireFailure,
+  type WireHttpRoute,
+  type WireIntegration,
+  type WireMeta,
+  type WorkerMessage,
+} from '../protocol.ts'
+
+/**
+ * The part of the Deno namespace this file uses. Declared here (it shadows the global in
+ * `deno check`) so the root `tsc`, which has no Deno types, checks this file as well.
+ */
+interface DenoApi {
+  readonly args: readonly string[]
+  readonly pid: number
+  readonly version: { readonly deno: string }
+  readonly stdin: { readonly readable: ReadableStream<Uint8Array<ArrayBuffer>> }
+  readonly stdout: { readonly writable: WritableStream<Uint8Array> }
+  exit(code?: number): never
+  inspect(value: unknown, options?: object): string
+}
+declare const Deno: DenoApi
+
+/** Uint8Array's base64 methods (TC39 proposal, shipped in Deno's V8). */
+type Base64Bytes = Uint8Array & { toBase64(): string }
+type Base64Constructor = { fromBase64(text: string): Uint8Array }
+
+// ---- Take the process's channels before any Function code runs ----
+
+const bundleUrl = new URL(Deno.args[0] ?? '')
+if (!bundleUrl.href.endsWith('/')) bundleUrl.pathname += '/'
+const exitProcess = Deno.exit.bind(Deno)
+const output = Deno.stdout.writable.getWriter()
+const input = Deno.stdin.readable
+const encoder = new TextEncoder()
+const diagnostic = console.error.bind(console)
+
+hideFromFunctions()
+routeConsoleToStderr()
+globalThis.addEventListener('unhandledrejection', (event) => {
+  event.preventDefault()
+  diagnostic('[functions worker] unhandled promise rejection in a Function:', (event as PromiseRejectionEvent).reason)
+})
+globalThis.addEventListener('error', (event) => {
+  event.preventDefault()
+  diagnostic('[functions worker] uncaught error in a Function:', (event as ErrorEvent).error)
+})
+
+/** Function code must not write protocol frames or end the process by accident. */
+function hideFromFunctions(): void {
+  for (const name of ['stdin', 'stdout'] as const) {
+    Object.defineProperty(Deno, name, { value: undefined, writable: false, configurable: false })
+  }
+  const refuseExit = () => {
+    throw new Error('ending the process is not available to Functions; return a value or throw an error instead')
+  }
+  const fixed = { value: refuseExit, writable: false, configurable: false }
+  Object.defineProperty(Deno, 'exit', fixed)
+  Object.defineProperty(globalThis, 'close', fixed)
+  // Deno's Node compatibility reaches the same exit and stdout through the `process`
+  // global (the object `node:process` exports): refuse the exit, send stdout to stderr.
+  const nodeProcess = (globalThis as { process?: { readonly stderr: unknown } }).process
+  if (nodeProcess !== undefined) {
+    Object.defineProperty(nodeProcess, 'exit', fixed)
+    Object.defineProperty(nodeProcess, 'stdout', { get: () => nodeProcess.stderr, configurable: false })
+  }
+}
+
+/** Deno's console writes log, info, debug, table, count and timers to stdout, which is the protocol. */
+function routeConsoleToStderr(): void {
+  const log = (...values: unknown[]) => diagnostic(...values)
+  const counts = new Map<string, number>()
+  const timers = new Map<string, number>()
+  Object.assign(console, {
+    log,
+    info: log,
+    debug: log,
+    dirxml: log,
+    dir: (value: unknown, options?: object) => diagnostic(Deno.inspect(value, options)),
+    table: (data: unknown) => diagnostic(Deno.inspect(data)),
+    count: (label = 'default') => {
+      const count = (counts.get(label) ?? 0) + 1
+      counts.set(label, count)
+      diagnostic(`${label}: ${count}`)
+    },
+    countReset: (label = 'default') => counts.delete(label),
+    time: (label = 'default') => timers.set(label, performance.now()),
+    timeLog: (label = 'default', ...values: unknown[]) => {
+      const started = timers.get(label)
+      if (started !== undefined) diagnostic(`${label}: ${(performance.now() - started).toFixed(3)}ms`, ...values)
+    },
+    timeEnd: (label = 'default') => {
+      const started = timers.get(label)
+      timers.delete(label)
+      if (started !== undefined) diagnostic(`${label}: ${(performance.now() - started).toFixed(3)}ms`)
+    },
+  })
+}
+
+// ---- Output ----
+
+function send(message: WorkerMessage): void {
+  output.write(encoder.encode(JSON.stringify(message) + '\n')).catch(() => {
+    // The platform closed our stdout: nobody can hear us any more.
+    exitProcess(1)
+  })
+}
+
+// ---- Module cache ----
+
+class ImportFailure extends Error {
+  override readonly name = 'ImportFailure'
+}
+
+const modules = new Map<string, Promise<ServiceFunction<unknown, unknown>>>()
+
+/** The Function defined by `entrypoint`, imported on first use and cached (a failed import is retried). */
+function loadFunction(entrypoint: string): Promise<ServiceFunction<unknown, unknown>> {
+  const cached = modules.get(entrypoint)
+  if (cached) return cached
+  const loading = importFunction(entrypoint)
+  modules.set(entrypoint, loading)
+  loading.catch(() => modules.delete(entrypoint))
+  return loading
+}
+
+async function importFunction(entrypoint: string): Promise<ServiceFunction<unknown, unknown>> {
+  const problem = entrypointProblem(entrypoint)
+  if (problem) throw new ImportFailure(problem)
+  const url = new URL(entrypoint, bundleUrl)
+  if (!url.href.startsWith(bundleUrl.href)) throw new ImportFailure(`the entrypoint ${entrypoint} is outside the bundle`)
+  let module: Record<string, unknown>
+  try {
+    module = (await import(url.href)) as Record<string, unknown>
+  } catch (error) {
+    throw new ImportFailure(`${entrypoint} failed to load: ${messageOf(error)}`, { cause: error })
+  }
+  if (!('default' in module)) {
+    throw new ImportFailure(`${entrypoint} has no default export; write export default defineFunction({ input, handler })`)
+  }
+  if (!isServiceFunction(module['default'])) {
+    throw new ImportFailure(`the default export of ${entrypoint} is not a defineFunction({ input, handler }) result`)
+  }
+  return module['default']
+}
+
+// ---- Invocations ----
+
+/** One invocation's hold on the platform: its id and capability, until it ends. */
+interface Invocation {
+  readonly id: string
+  readonly capability: string
+  ended: boolean
+}
+
+async function runInvocation(message: InvokeMessage): Promise<void> {
+  const invocation: Invocation = { id: message.id, capability: message.capability, ended: false }
+  let definition: ServiceFunction<unknown, unknown>
+  try {
+    definition = await loadFunction(message.entrypoint)
+  } catch (error) {
+    invocation.ended = true
+    send({ type: 'result', id: message.id, ok: false, error: importFailure(error) })
+    return
+  }
+  let value: unknown
+  try {
+    value = await runFunction(definition, message.input, contextFor(invocation, message.meta))
+  } catch (error) {
+    invocation.ended = true
+    send({ type: 'result', id: message.id, ok: false, error: thrownFailure(error) })
+    return
+  }
+  invocation.ended = true
+  const returned = value === undefined ? null : value
+  const problem = jsonProblem(returned, 'the returned value', [])
+  if (problem) {
+    send({ type: 'result', id: message.id, ok: false, error: { kind: 'invalid_return', message: `${problem}; a Function returns JSON` } })
+    return
+  }
+  send({ type: 'result', id: message.id, ok: true, value: returned })
+}
+
+async function runLoad(message: LoadMessage): Promise<void> {
+  try {
+    await loadFunction(message.entrypoint)
+    send({ type: 'loaded', id: message.id, ok: true })
+  } catch (error) {
+    send({ type: 'loaded', id: message.id, ok: false, error: importFailure(error) })
+  }
+}
+
+function importFailure(error: unknown): WireFailure {
+  // The stack of the module's own failure helps; the worker's stack for "no default export" does not.
+  const origin = error instanceof ImportFailure ? error.cause : error
+  const stack = origin instanceof Error ? origin.stack : undefined
+  return stack === undefined ? { kind: 'import', message: messageOf(error) } : { kind: 'import', message: messageOf(error), stack }
+}
+
+function thrownFailure(error: unknown): WireFailure {
+  if (isServiceError(error)) {
+    const failure = { kind: 'service' as const, code: error.code, message: error.message, status: error.status }
+    if (error.details === undefined) return failure
+    const problem = jsonProblem(error.details, 'details', [])
+    if (problem === null) return { ...failure, details: error.details }
+    diagnostic(`[functions worker] the details of ServiceError ${error.code} were dropped: ${problem}`)
+    return failure
+  }
+  const stack = error instanceof Error ? error.stack : undefined
+  return stack === undefined ? { kind: 'unknown', message: messageOf(error) } : { kind: 'unknown', message: messageOf(error), stack }
+}
+
+function messageOf(error: unknown): string {
+  if (error instanceof Error) return error.message
+  try {
+    return `a non-Error value was thrown: ${String(error)}`
+  } catch {
+    return 'a non-Error value was thrown'
+  }
+}
+
+/**
+ * Why `value` would not survive JSON unchanged, or null. Stricter than JSON.stringify,
+ * which silently drops functions and turns NaN into null: a Function's result reaches
+ * its caller exactly as returned, or the invocation fails with `invalid_return`.
+ */
+function jsonProblem(value: unknown, path: string, ancestors: object[]): string | null {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return null
+    case 'number':
+      return Number.isFinite(value) ? null : `${path} is ${value}, which JSON cannot carry`
+    case 'bigint':
+      return `${path} is a BigInt; return it as a string or a number`
+    case 'function':
+      return `${path} is a function`
+    case 'symbol':
+      return `${path} is a symbol`
+    case 'undefined':
+      return `${path} is undefined`
+    case 'object':
+      break
+  }
+  if (value === null) return null
+  const object = value as object
+  if (ancestors.includes(object)) return `${path} refers back to an enclosing object (a cycle)`
+  const toJSON = (object as { toJSON?: unknown }).toJSON
+  if (typeof toJSON === 'function') return jsonProblem(toJSON.call(object), path, ancestors)
+  ancestors.push(object)
+  try {
+    if (Array.isArray(object)) {
+      for (let index = 0; index < object.length; index += 1) {
+        const problem = jsonProblem(object[index], `${path}[${index}]`, ancestors)
+        if (problem) return problem
+      }
+      return null
+    }
+    const prototype: unknown = Object.getPrototypeOf(object)
+    if (prototype !== null && Object.getPrototypeOf(prototype) !== null) {
+      const name = (object as { constructor?: { name?: unknown } }).constructor?.name
+      return `${path} is ${typeof name === 'string' && name ? `a ${name}` : 'a class instance'}, not a plain object`
+    }
+    for (const [key, entry] of Object.entries(object)) {
+      if (entry === undefined) continue // JSON leaves the key out, as `{ a: undefined }` means
+      const problem = jsonProblem(entry, `${path}.${key}`, ancestors)
+      if (problem) return problem
+    }
+    return null
+  } finally {
+    ancestors.pop()
+  }
+}
+
+// ---- The context ----
+
+/** A context call made after its invocation ended: the worker refuses it without asking the platform. */
+class ContextExpiredError extends Error {
+  override readonly name = 'ContextExpiredError'
+}
+
+interface PendingCall {
+  resolve(value: unknown): void
+  reject(error: unknown): void
+}
+
+const pendingCalls = new Map<string, PendingCall>()
+let callSequence = 0
+
+/** Sends a context call for `invocation` and resolves with the platform's reply. */
+async function callPlatform(invocation: Invocation, member: string, method: string, args: readonly unknown[]): Promise<unknown> {
+  if (invocation.ended) {
+    throw new ContextExpiredError(
+      `${member}.${method} was called after its invocation ended; a context is valid only until its handler returns`,
+    )
+  }
+  const encoded = await encodeBytes(args)
+  if (invocation.ended) {
+    throw new ContextExpiredError(`${member}.${method} was called after its invocation ended`)
+  }
+  callSequence += 1
+  const id = `c${callSequence}`
+  return await new Promise((resolve, reject) => {
+    pendingCalls.set(id, { resolve, reject })
+    send({
+      type: 'call',
+      id,
+      invocationId: invocation.id,
+      capability: invocation.capability,
+      member,
+      method,
+      args: encoded as unknown[],
+    })
+  })
+}
+
+function settleCall(message: ReplyMessage, hasBytes: boolean): void {
+  const pending = pendingCalls.get(message.id)
+  if (!pending) return
+  pendingCalls.delete(message.id)
+  if (message.ok) pending.resolve(hasBytes ? decodeBytes(message.value) : message.value)
+  else pending.reject(callError(message.error))
+}
+
+/** A typed platform refusal becomes a ServiceError a Function can catch and switch on. */
+function callError(error: WireCallError): Error {
+  if (typeof error.code === 'string' && typeof error.status === 'number') {
+    try {
+      const details = error.details
+      const isObject = typeof details === 'object' && details !== null && !Array.isArray(details)
+      return new ServiceError(error.code, error.message, isObject ? { status: error.status, details: details as Record<string, unknown> } : { status: error.status })
+    } catch {
+      // Not a valid ServiceError (code or status out of range): report it plainly.
+    }
+  }
+  return new Error(typeof error.message === 'string' ? error.message : 'the platform refused the call')
+}
+
+function contextFor(invocation: Invocation, meta: WireMeta): InvocationContext {
+  const call = (member: string, method: string, ...args: unknown[]) => callPlatform(invocation, member, method, args)
+  const fireAndForget = (member: string, method: string, args: unknown[]) => {
+    if (invocation.ended) {
+      diagnostic(`[functions worker] ${member}.${method} after the invocation ended was dropped:`, ...args)
+      return
+    }
+    callPlatform(invocation, member, method, args).catch((error: unknown) => {
+      diagnostic(`[functions worker] ${member}.${method} failed:`, messageOf(error))
+    })
+  }
+
+  const data = Object.freeze<DataClient>({
+    table: (name: string) =>
+      Object.freeze({
+        getById: (id) => call('data', 'table.getById', name, id),
+        updateById: (id, patch) => call('data', 'table.updateById', name, id, patch),
+        create: (row) => call('data', 'table.create', name, row),
+        list: (options) => call('data', 'table.list', name, options ?? {}),
+      } as ReturnType<DataClient['table']>),
+    search: (name, options) => call('data', 'search', name, options) as ReturnType<DataClient['search']>,
+  })
+  const files: FilesClient = Object.freeze({
+    upload: (file) => call('files', 'upload', file),
+    download: (ref) => call('files', 'download', ref),
+    replace: (ref, file) => call('files', 'replace', ref, file),
+    remove: (ref) => call('files', 'remove', ref),
+    info: (idOrRef) => call('files', 'info', idOrRef),
+  } as FilesClient)
+  const ai: AiClient = Object.freeze({
+    generateText: (options) => call('ai', 'generateText', options),
+    // One reply carries the whole text (or its chunks); the stream replays it.
+    streamText: async (options) => textStream(await call('ai', 'streamText', options)),
+    generateObject: async (options) => {
+      const { schema, ...rest } = options
+      const value = await call('ai', 'generateObject', { ...rest, schema: schema.describe() })
+      const parsed = schema.parse(value)
+      if (!parsed.ok) {
+        throw new ServiceError('AI_OUTPUT_INVALID', 'The AI model returned an object that does not match the schema', {
+          status: 502,
+          details: { issues: parsed.issues },
+        })
+      }
+      return parsed.value
+    },
+    generateImage: (options) => call('ai', 'generateImage', options),
+  } as AiClient)
+  const email: EmailClient = Object.freeze({ send: (message) => call('email', 'send', message) } as EmailClient)
+  const notifications: NotificationsClient = Object.freeze({
+    send: (notification) => call('notifications', 'send', notification),
+  } as NotificationsClient)
+  const jobs: JobsClient = Object.freeze({
+    enqueue: (queue, payload, options) => call('jobs', 'enqueue', queue, payload, options),
+    get: (jobId) => call('jobs', 'get', jobId),
+  } as JobsClient)
+  const integrations: IntegrationsClient = Object.freeze({
+    use: (slot: string) => Object.freeze({ call: (operation: string, operationInput: unknown) => call('integrations', 'use.call', slot, operation, operationInput) }),
+  })
+  const secrets: SecretsClient = Object.freeze({
+    get: (name) => call('secrets', 'get', name),
+    require: (name) => call('secrets', 'require', name),
+  } as SecretsClient)
+  const log = Object.freeze<Logger>({
+    debug: (message, fields) => fireAndForget('log', 'debug', fields === undefined ? [message] : [message, fields]),
+    info: (message, fields) => fireAndForget('log', 'info', fields === undefined ? [message] : [message, fields]),
+    warn: (message, fields) => fireAndForget('log', 'warn', fields === undefined ? [message] : [message, fields]),
+    error: (message, fields) => fireAndForget('log', 'error', fields === undefined ? [message] : [message, fields]),
+  })
+
+  return Object.freeze({
+    http: meta.http === null ? null : httpRoute(meta.http),
+    user: meta.user === null ? null : Object.freeze({ id: meta.user.id }),
+    job: meta.job === null ? null : Object.freeze({ id: meta.job.id, queue: meta.job.queue, attempt: meta.job.attempt }),
+    data,
+    files,
+    ai,
+    email,
+    notifications,
+    jobs,
+    integrations,
+    secrets,
+    log,
+    requestId: meta.requestId,
+    environment: meta.environment,
+    integration: meta.integration === null ? null : integrationFor(meta.integration, call),
+  })
+}
+
+function integrationFor(
+  integration: WireIntegration,
+  call: (member: string, method: string, ...args: unknown[]) => Promise<unknown>,
+): IntegrationInvocation {
+  const emit = (event: unknown) => call('integration', 'emit', event) as Promise<number>
+  return Object.freeze({ ...integration, emit }) as IntegrationInvocation
+}
+
+function httpRoute(route: WireHttpRoute): HttpRoute {
+  const search = new URLSearchParams(route.query)
+  const query: ReadonlyQuery = Object.freeze({
+    get: (name: string) => search.get(name),
+    getAll: (name: string) => search.getAll(name),
+    has: (name: string) => search.has(name),
+    keys: () => search.keys(),
+    entries: () => search.entries(),
+    toString: () => search.toString(),
+  })
+  return Object.freeze({ method: route.method, pathname: route.pathname, params: Object.freeze({ ...route.params }), query })
+}
+
+function textStream(reply: unknown): ReadableStream<string> {
+  const chunks = Array.isArray(reply) ? reply.map(String) : [String(reply ?? '')]
+  return new ReadableStream<string>({
+    start(controller) {
+      for (const chunk of chunks) controller.enqueue(chunk)
+      controller.close()
+    },
+  })
+}
+
+// ---- Bytes in call args and replies ----
+
+/** Copies `value` with every byte array (and Blob) replaced by `{ [BYTES_TAG]: base64 }`. */
+async function encodeBytes(value: unknown): Promise<unknown> {
+  const blobs: Array<{ blob: Blob; slot: Record<string, string> }> = []
+  const encoded = encodeBytesSync(value, blobs, [])
+  for (const { blob, slot } of blobs) {
+    slot[BYTES_TAG] = (new Uint8Array(await blob.arrayBuffer()) as Base64Bytes).toBase64()
+  }
+  return encoded
+}
+
+function encodeBytesSync(value: unknown, blobs: Array<{ blob: Blob; slot: Record<string, string> }>, ancestors: object[]): unknown {
+  if (typeof value !== 'object' || value === null) return value
+  if (value instanceof Uint8Array) return { [BYTES_TAG]: (value as Base64Bytes).toBase64() }
+  if (value instanceof ArrayBuffer) return { [BYTES_TAG]: (new Uint8Array(value) as Base64Bytes).toBase64() }
+  if (ArrayBuffer.isView(value)) {
+    return { [BYTES_TAG]: (new Uint8Array(value.buffer, value.byteOffset, value.byteLength) as Base64Bytes).toBase64() }
+  }
+  if (value instanceof Blob) {
+    const slot: Record<string, string> = {}
+    blobs.push({ blob: value, slot })
+    return slot
+  }
+  if (ancestors.includes(value)) throw new TypeError('a context call argument refers back to itself (a cycle)')
+  ancestors.push(value)
+  try {
+    if (Array.isArray(value)) return value.map((entry) => encodeBytesSync(entry, blobs, ancestors))
+    const prototype: unknown = Object.getPrototypeOf(value)
+    if (prototype !== null && Object.getPrototypeOf(prototype) !== null) return value // Date, URL...: JSON decides
+    const copy: Record<string, unknown> = {}
+    for (const [key, entry] of Object.entries(value)) copy[key] = encodeBytesSync(entry, blobs, ancestors)
+    return copy
+  } finally {
+    ancestors.pop()
+  }
+}
+
+/** Replaces every `{ [BYTES_TAG]: base64 }` in a parsed reply with a Uint8Array. */
+function decodeBytes(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) return value
+  if (Array.isArray(value)) return value.map(decodeBytes)
+  const record = value as Record<string, unknown>
+  const keys = Object.keys(record)
+  const tagged = record[BYTES_TAG]
+  if (keys.length === 1 && typeof tagged === 'string') return (Uint8Array as unknown as Base64Constructor).fromBase64(tagged)
+  for (const key of keys) record[key] = decodeBytes(record[key])
+  return record
+}
+
+// ---- Input ----
+
+function handleLine(line: string): void {
+  let message: PlatformMessage
+  try {
+    message = JSON.parse(line) as PlatformMessage
+  } catch {
+    diagnostic('[functions worker] ignored a line that is not JSON from the platform')
+    return
+  }
+  switch (message.type) {
+    case 'invoke':
+      void runInvocation(message)
+      return
+    case 'reply':
+      settleCall(message, line.includes(BYTES_TAG))
+      return
+    case 'load':
+      void runLoad(message)
+      return
+    default:
+      diagnostic('[functions worker] ignored an unknown message from the platform')
+  }
+}
+
+async function readInput(): Promise<void> {
+  const reader = input.pipeThrough(new TextDecoderStream()).getReader()
+  let pending = ''
+  for (;;) {
+    const { value, done } = await reader.read()
+    if (done) break
+    let start = 0
+    let newline = value.indexOf('\n')
+    while (newline !== -1) {
+      const line = pending + value.slice(start, newline)
+      pending = ''
+      if (line.length > 0) handleLine(line)
+      start = newline + 1
+      newline = value.indexOf('\n', start)
+    }
+    pending += value.slice(start)
+  }
+}
+
+send({ type: 'ready', pid: Deno.pid, deno: Deno.version.deno })
+await readInput()
+// The platform closed stdin: it is done with this worker.
+exitProcess(0)
