@@ -49,8 +49,13 @@
   })
 
   const functions = Object.freeze({
-    async call(name) {
-      throw new ServiceError('NOT_IMPLEMENTED', 'Functions are not available on this platform yet', { function: String(name) })
+    /** Runs the app's Function `name` with `input`; resolves to its value, rejects with a ServiceError. */
+    async call(name, input) {
+      return call('/_service/functions/' + encodeURIComponent(String(name)), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(input === undefined ? {} : input),
+      })
     },
     async stream(name) {
       throw new ServiceError('NOT_IMPLEMENTED', 'Functions are not available on this platform yet', { function: String(name) })

@@ -53,6 +53,7 @@ async function shutdown(signal: string) {
   logger.info('shutting down', { signal })
   clearInterval(deadlines)
   server.close()
+  await platform.close()
   await db.close()
   process.exit(0)
 }

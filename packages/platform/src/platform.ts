@@ -27,10 +27,12 @@ import { onboardingRoutes } from './identity/onboarding-routes.ts'
 import { organisationRoutes } from './identity/organisation-routes.ts'
 import { PLATFORM_SDK_VERSION } from './manifest/index.ts'
 import { createDataApi, createSchemaCache } from './data-api/index.ts'
+import { callFunction, createFunctionHost, type FunctionHost } from './functions/index.ts'
+import { join } from 'node:path'
 
 export interface PlatformDeps {
   config: Pick<Config, 'baseUrl' | 'production' | 'smtpUrl' | 'mailFrom' | 'registration'> &
-    Partial<Pick<Config, 'signInLimits' | 'trustProxy'>>
+    Partial<Pick<Config, 'signInLimits' | 'trustProxy' | 'dataDir'>>
   db: Db
   clock: Clock
   logger: Logger
@@ -40,12 +42,18 @@ export interface PlatformDeps {
   mailer?: Mailer
   /** Overrides how app sessions reach the central auth (tests of refresh failures). */
   sessions?: Partial<Pick<AppSessionDeps, 'refresh' | 'refreshTimeoutMs'>>
+  /** Where release bundles are written for the Functions runtime. Default `<dataDir>/bundles`. */
+  bundlesDir?: string
 }
 
 export interface Platform {
   /** Handles one HTTP request (any host). */
   fetch(request: Request): Promise<Response>
   urls: ReturnType<typeof hostUrls>
+  /** The Functions runtime (jobs and cron run Functions through it in-process). */
+  functions: FunctionHost
+  /** Stops every Functions worker. */
+  close(): Promise<void>
 }
 
 export function createPlatform(deps: PlatformDeps): Platform {
@@ -84,6 +92,11 @@ export function createPlatform(deps: PlatformDeps): Platform {
   auth.route('/', appTokenPages({ db, clock, logger, urls, cookies, revealKey }))
   auth.route('/', cliLoginPages({ db, clock, logger, urls, cookies }))
 
+  const functions = createFunctionHost({
+    db, clock, logger, schemas: createSchemaCache(),
+    bundlesDir: deps.bundlesDir ?? join(deps.config.dataDir ?? '.service', 'bundles'),
+  })
+
   const app = appEdge({
     db,
     clock,
@@ -93,6 +106,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     jwtKey,
     sessions,
     dataApi: createDataApi({ db, schemas: createSchemaCache() }),
+    callFunction: (c, target) => callFunction({ host: functions, production: deps.config.production, appOrigin: (app) => urls.app(app.slug) }, c, target),
     slugOf: (request) => {
       const target = classifyHost(request.headers.get('host') ?? new URL(request.url).host, deps.config.baseUrl)
       return target.kind === 'app' ? target.slug : ''
@@ -100,5 +114,5 @@ export function createPlatform(deps: PlatformDeps): Platform {
   })
 
   const http = createHttpApp({ baseUrl: deps.config.baseUrl, hosts: { base, auth, app }, logger, production: deps.config.production })
-  return { fetch: async (request) => http.fetch(request), urls }
+  return { fetch: async (request) => http.fetch(request), urls, functions, close: () => functions.close() }
 }

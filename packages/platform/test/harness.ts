@@ -10,6 +10,9 @@ import { newSecret } from '../src/lib/crypto.ts'
 import { randomBytes } from 'node:crypto'
 import type { PlatformDeps } from '../src/platform.ts'
 import { createTestDb, type TestDb } from './test-db.ts'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 
 export const BASE = 'http://localhost:8787'
 
@@ -29,7 +32,9 @@ export async function startHarness(existing?: TestDb, overrides: Partial<Pick<Pl
   const t = existing ?? (await createTestDb())
   const clock = new ManualClock('2026-11-21T12:00:00Z')
   const operatorKey = newSecret('svc_operator_')
+  const bundlesDir = mkdtempSync(join(tmpdir(), 'service-bundles-'))
   const platform = createPlatform({
+    bundlesDir,
     config: { baseUrl: new URL(overrides.baseUrl ?? BASE), production: false, smtpUrl: null, mailFrom: 'Service <no-reply@localhost>', registration: overrides.registration ?? true },
     masterKey: new Uint8Array(randomBytes(32)),
     ...(overrides.mailer ? { mailer: overrides.mailer } : {}),
@@ -65,7 +70,11 @@ export async function startHarness(existing?: TestDb, overrides: Partial<Pick<Pl
       const body = (await res.json()) as { token: string; user: { id: string } }
       return { token: body.token, userId: body.user.id }
     },
-    close: () => t.cleanup(),
+    async close() {
+      await platform.close()
+      rmSync(bundlesDir, { recursive: true, force: true })
+      await t.cleanup()
+    },
   }
 }
 

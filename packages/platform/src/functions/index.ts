@@ -16,3 +16,5 @@ export {
 export { failureResponse, type FailureResponse, type FunctionFailure, type FunctionFailureKind, type FunctionResult } from './failures.ts'
 export { DENIED_IPV4_RANGES, DENIED_IPV6_ADDRESSES } from './sandbox.ts'
 export { resolveDenoBinary } from './deno-binary.ts'
+export { createFunctionHost, type FunctionHost } from './host.ts'
+export { callFunction } from './routes.ts'

@@ -42,6 +42,7 @@ export interface EdgeDeps {
   sessions: AppSessionDeps
   dataApi: DataApi
   slugOf: (request: Request) => string
+  callFunction: (c: Context, target: { app: App; caller: Caller; name: string }) => Promise<Response>
 }
 
 function wantsPage(c: Context): boolean {
@@ -193,6 +194,7 @@ export function appEdge(deps: EdgeDeps) {
   edge.all('/rest/v1', (c) => deps.dataApi.handle(c.var.app, c.var.caller, c.req.raw))
   // Anything else under /rest/ (e.g. a normalised /rest/v1/../x) is not the frontend's.
   edge.all('/rest/*', (c) => c.json({ code: 'PGRST125', message: `Invalid path specified in request URL: ${new URL(c.req.url).pathname}`, details: null, hint: null }, 404))
+  edge.all('/_service/functions/:name', (c) => deps.callFunction(c, { app: c.var.app, caller: c.var.caller, name: c.req.param('name') }))
   edge.all('/_service/*', (c) => {
     throw notImplemented(`The runtime endpoint ${new URL(c.req.url).pathname}`)
   })

@@ -1,0 +1,173 @@
+/**
+ * `ctx.data.table(name).getById | list | create | updateById` for a running Function:
+ * each call is one SQL statement run through `runAsRole` under the invocation's identity
+ * (the namespace's user role with the caller's claims, or its system role for a `system`
+ * Function), so row-level security applies exactly as for the data API. Table and column
+ * names are checked against the catalog and quoted; values are bound: the statement reads
+ * `$1`, one jsonb array, and rows are built with `jsonb_populate_record` so each value gets
+ * its column's type. Every table has primary key `id` (spec 2.10).
+ */
+import { ident, type Db } from '../db/db.ts'
+import { runAsRole, type Namespace } from '../deploy/namespaces.ts'
+import type { Relation, Schema } from '../data-api/schema.ts'
+import { ServiceError } from '../lib/errors.ts'
+
+export const DEFAULT_LIST_LIMIT = 100
+export const MAX_LIST_LIMIT = 1000
+
+/** Whose data an invocation reads and writes. */
+export interface DataIdentity {
+  readonly role: 'user' | 'system'
+  /** `request.jwt.claims`: `{ sub, role, aud }` for a caller, `{ role: 'system', aud }` for a system Function. */
+  readonly claims: Record<string, unknown>
+  /** Writes need a signed-in user unless the Function is `system` (spec 5.5). */
+  readonly canWrite: boolean
+}
+
+export interface DataCallOptions {
+  readonly db: Db
+  readonly namespace: Namespace
+  readonly schema: Schema
+  readonly identity: DataIdentity
+  /** `table.getById`, `table.list`, `table.create` or `table.updateById`. */
+  readonly method: string
+  /** The table name first, then the method's own arguments. */
+  readonly args: readonly unknown[]
+}
+
+/**
+ * Runs one `ctx.data` call and returns its JSON value.
+ *
+ * @example
+ * const rows = await runDataCall({ db, namespace, schema, identity, method: 'table.list', args: ['tasks', { limit: 10 }] })
+ */
+export async function runDataCall(options: DataCallOptions): Promise<unknown> {
+  const [tableName, ...rest] = options.args
+  const relation = findRelation(options.schema, tableName)
+  const table = `${ident(options.schema.name)}.${ident(relation.name)}`
+  const idType = relation.columns.get('id')?.type
+  if (idType === undefined) throw badRequest(`table ${relation.name} has no id column; ctx.data needs primary key id`)
+  const write = options.method === 'table.create' || options.method === 'table.updateById'
+  if (write && !options.identity.canWrite) throw new ServiceError('AUTH_REQUIRED', 'Data writes need a signed-in user')
+  if (write && relation.kind !== 'table') throw badRequest(`${relation.name} is a view; ctx.data writes to tables only`)
+
+  let statement: string
+  let params: unknown[]
+  switch (options.method) {
+    case 'table.getById': {
+      statement = `select to_json(t) from ${table} t where t.id = ($1->>0)::${idType} limit 1`
+      params = [scalarId(rest[0])]
+      break
+    }
+    case 'table.list': {
+      const listOptions = objectArg(rest[0] ?? {}, 'list options')
+      const columns = selectList(relation, listOptions['select'])
+      const limit = listLimit(listOptions['limit'])
+      const where = objectArg(listOptions['where'] ?? {}, 'where')
+      params = [where]
+      const conditions = Object.entries(where).map(([column, value]) => {
+        checkColumn(relation, column)
+        return value === null ? `t.${ident(column)} is null` : `t.${ident(column)} = w.${ident(column)}`
+      })
+      statement = `select coalesce(json_agg(to_json(r)), '[]'::json) from (
+        select ${columns} from ${table} t, jsonb_populate_record(null::${table}, $1->0) w
+        ${conditions.length > 0 ? `where ${conditions.join(' and ')}` : ''}
+        limit ${limit}) r`
+      break
+    }
+    case 'table.create': {
+      const row = objectArg(rest[0], 'row')
+      const columns = Object.keys(row)
+      for (const column of columns) checkColumn(relation, column)
+      const list = columns.map((column) => ident(column)).join(', ')
+      params = [row]
+      statement = columns.length === 0
+        ? `with w as (insert into ${table} default values returning *) select to_json(w) from w`
+        : `with w as (insert into ${table} (${list}) select ${list} from jsonb_populate_record(null::${table}, $1->0) returning *)
+           select to_json(w) from w`
+      break
+    }
+    case 'table.updateById': {
+      const patch = objectArg(rest[1], 'patch')
+      const columns = Object.keys(patch)
+      if (columns.length === 0) throw badRequest('updateById needs at least one column to change')
+      for (const column of columns) checkColumn(relation, column)
+      params = [scalarId(rest[0]), patch]
+      statement = `with w as (update ${table} t set ${columns.map((column) => `${ident(column)} = p.${ident(column)}`).join(', ')}
+          from jsonb_populate_record(null::${table}, $1->1) p where t.id = ($1->>0)::${idType} returning t.*)
+        select to_json(w) from w`
+      break
+    }
+    default:
+      throw badRequest(`ctx.data has no method ${options.method}`)
+  }
+  try {
+    return await options.db.transaction(async (tx) => {
+      if (!write) await tx.query('set transaction read only')
+      return await runAsRole(tx, { namespace: options.namespace, role: options.identity.role }, statement, {
+        claims: options.identity.claims,
+        params,
+      })
+    })
+  } catch (error) {
+    throw databaseError(error)
+  }
+}
+
+function badRequest(message: string): ServiceError {
+  return new ServiceError('BAD_REQUEST', message)
+}
+
+function findRelation(schema: Schema, name: unknown): Relation {
+  const relation = typeof name === 'string' ? schema.relations.get(name) : undefined
+  if (relation === undefined) throw new ServiceError('NOT_FOUND', `ctx.data has no table ${String(name)}`)
+  return relation
+}
+
+function checkColumn(relation: Relation, column: string): void {
+  if (!relation.columns.has(column)) throw badRequest(`table ${relation.name} has no column ${column}`)
+}
+
+function objectArg(value: unknown, what: string): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw badRequest(`${what} must be an object`)
+  return value as Record<string, unknown>
+}
+
+function scalarId(value: unknown): string {
+  if (typeof value !== 'string' && typeof value !== 'number') throw badRequest('id must be a string or a number')
+  return String(value)
+}
+
+function selectList(relation: Relation, select: unknown): string {
+  if (select === undefined) return 't.*'
+  if (!Array.isArray(select) || select.length === 0 || !select.every((column) => typeof column === 'string')) {
+    throw badRequest('select must be a non-empty list of column names')
+  }
+  for (const column of select) checkColumn(relation, column)
+  return select.map((column) => `t.${ident(column)}`).join(', ')
+}
+
+function listLimit(limit: unknown): number {
+  if (limit === undefined) return DEFAULT_LIST_LIMIT
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
+    throw badRequest(`limit must be an integer from 1 to ${MAX_LIST_LIMIT}`)
+  }
+  return limit
+}
+
+/** Database refusals a Function can act on become typed errors; anything else stays unknown. */
+function databaseError(error: unknown): unknown {
+  if (error instanceof ServiceError) return error
+  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined
+  const message = error instanceof Error ? error.message : String(error)
+  switch (code) {
+    case '42501':
+      return new ServiceError('FORBIDDEN', `The database refused this: ${message}`, { cause: error })
+    case '23505':
+      return new ServiceError('CONFLICT', `A row with this key exists already: ${message}`, { cause: error })
+    case '23502': case '23503': case '23514': case '22P02': case '22007': case '22003':
+      return new ServiceError('BAD_REQUEST', `The database refused the values: ${message}`, { cause: error })
+    default:
+      return error
+  }
+}

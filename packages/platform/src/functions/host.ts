@@ -1,0 +1,209 @@
+/**
+ * The Functions host: runs an app's Functions from its active release. It keeps one warm
+ * pool per (release, namespace), created on the first invocation, and closes an app's
+ * pools for older releases once a newer release is active (and all of them on `close`).
+ * A release's files are written to `<bundlesDir>/<releaseId>/` once; its manifest gives
+ * each Function's entrypoint, access and timeout. Context calls are answered here: `log`
+ * and `data` under the invocation's identity, every other member NOT_IMPLEMENTED by name.
+ *
+ * Access is not checked here: the HTTP route checks it (access.ts) and trusted in-process
+ * callers (jobs, cron) may run any Function, `system` ones included.
+ */
+import { randomUUID } from 'node:crypto'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { Db } from '../db/db.ts'
+import type { App } from '../apps/apps.ts'
+import { findNamespace, type Namespace } from '../deploy/namespaces.ts'
+import type { SchemaCache } from '../data-api/index.ts'
+import type { FunctionDeclaration } from '../manifest/index.ts'
+import type { Clock } from '../lib/clock.ts'
+import { notImplemented, ServiceError } from '../lib/errors.ts'
+import type { Logger } from '../lib/logger.ts'
+import { materialiseRelease } from './bundle-files.ts'
+import { runDataCall, type DataIdentity } from './context-data.ts'
+import { writeFunctionLog } from './context-log.ts'
+import type { FunctionResult } from './failures.ts'
+import { createFunctionPool, type ContextCall, type FunctionPool, type InvocationMeta } from './pool.ts'
+
+/** Where `@service/server` resolves inside a worker. */
+export const DEFAULT_SDK_ENTRY = fileURLToPath(new URL('../../../server-sdk/src/index.ts', import.meta.url))
+
+/** The person an invocation runs for, or null (anonymous, or a system Function). */
+export interface InvocationUser {
+  readonly id: string
+  readonly email?: string
+}
+
+/** What the platform keeps about an invocation besides what the worker sees. */
+export interface HostMeta extends InvocationMeta {
+  readonly appId: string
+  readonly releaseId: string
+  readonly functionName: string
+  readonly namespace: Namespace | null
+  readonly identity: DataIdentity
+}
+
+/** A Function of an app's active release, found by name. */
+export interface ResolvedFunction {
+  readonly app: App
+  readonly releaseId: string
+  readonly declaration: FunctionDeclaration
+}
+
+export interface FunctionHostDeps {
+  readonly db: Db
+  readonly clock: Clock
+  readonly logger: Logger
+  readonly schemas: SchemaCache
+  /** Release bundles are written below this directory (and Deno's cache in `.deno`). */
+  readonly bundlesDir: string
+  readonly sdkEntry?: string
+  /** Workers per pool. Default 2. */
+  readonly poolSize?: number
+}
+
+export interface FunctionHost {
+  /** The active release's Function `name`, or null when the app has none by that name. */
+  resolve(app: App, name: string): Promise<ResolvedFunction | null>
+  /** Runs a resolved Function for `user` (null: anonymous, or no one for a system Function). */
+  run(fn: ResolvedFunction, options: { input: unknown; user: InvocationUser | null; requestId?: string }): Promise<FunctionResult>
+  /** Closes every pool. */
+  close(): Promise<void>
+}
+
+const MAX_CACHED_RELEASES = 256
+
+/**
+ * @example
+ * const host = createFunctionHost({ db, clock, logger, schemas, bundlesDir })
+ * const fn = await host.resolve(app, 'createTask')
+ * if (fn) await host.run(fn, { input: { title: 'Milk' }, user })
+ */
+export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
+  const declarations = new Map<string, Promise<Map<string, FunctionDeclaration>>>()
+  const pools = new Map<string, { appId: string; releaseId: string; pool: Promise<FunctionPool<HostMeta>> }>()
+  const activeRelease = new Map<string, string>()
+  /** An app's production namespace, per release (deploy creates it; it never changes after). */
+  const namespaces = new Map<string, Promise<Namespace | null>>()
+  let closed = false
+
+  function declarationsOf(releaseId: string): Promise<Map<string, FunctionDeclaration>> {
+    let entry = declarations.get(releaseId)
+    if (entry === undefined) {
+      if (declarations.size >= MAX_CACHED_RELEASES) declarations.delete(declarations.keys().next().value!)
+      entry = deps.db
+        .query<{ functions: FunctionDeclaration[] | null }>(`select manifest -> 'functions' as functions from platform.releases where id = $1`, [releaseId])
+        .then((rows) => new Map((rows[0]?.functions ?? []).map((declaration) => [declaration.name, declaration])))
+      entry.catch(() => declarations.delete(releaseId))
+      declarations.set(releaseId, entry)
+    }
+    return entry
+  }
+
+  /** Closes the app's pools of releases other than `releaseId`, the one now active. */
+  function retireOlderPools(appId: string, releaseId: string): void {
+    if (activeRelease.get(appId) === releaseId) return
+    activeRelease.set(appId, releaseId)
+    for (const [key, entry] of pools) {
+      if (entry.appId !== appId || entry.releaseId === releaseId) continue
+      pools.delete(key)
+      namespaces.delete(entry.releaseId)
+      entry.pool.then((pool) => pool.close()).catch((error: unknown) => deps.logger.warn('functions: closing a pool failed', { error: String(error) }))
+    }
+  }
+
+  function poolFor(meta: HostMeta): Promise<FunctionPool<HostMeta>> {
+    const key = `${meta.releaseId}:${meta.namespace?.id ?? 'none'}`
+    let entry = pools.get(key)
+    if (entry === undefined) {
+      const pool = materialiseRelease(deps.db, { bundlesDir: deps.bundlesDir, releaseId: meta.releaseId }).then((bundleDir) =>
+        createFunctionPool<HostMeta>({
+          bundleDir,
+          sdkEntry: deps.sdkEntry ?? DEFAULT_SDK_ENTRY,
+          size: deps.poolSize ?? 2,
+          denoDir: join(deps.bundlesDir, '.deno'),
+          logger: deps.logger,
+          onContextCall: answer,
+        }))
+      entry = { appId: meta.appId, releaseId: meta.releaseId, pool }
+      pool.catch(() => pools.delete(key))
+      pools.set(key, entry)
+    }
+    return entry.pool
+  }
+
+  function namespaceOf(fn: ResolvedFunction): Promise<Namespace | null> {
+    let entry = namespaces.get(fn.releaseId)
+    if (entry === undefined) {
+      if (namespaces.size >= MAX_CACHED_RELEASES) namespaces.delete(namespaces.keys().next().value!)
+      entry = findNamespace(deps.db, fn.app.id)
+      entry.catch(() => namespaces.delete(fn.releaseId))
+      namespaces.set(fn.releaseId, entry)
+    }
+    return entry
+  }
+
+  async function answer(call: ContextCall<HostMeta>): Promise<unknown> {
+    const meta = call.meta
+    switch (call.member) {
+      case 'log':
+        return await writeFunctionLog(deps.db, deps.clock, {
+          source: { appId: meta.appId, releaseId: meta.releaseId, functionName: meta.functionName, requestId: meta.requestId },
+          level: call.method,
+          args: call.args,
+        })
+      case 'data': {
+        if (meta.namespace === null) throw new ServiceError('NOT_FOUND', 'this app has no database yet')
+        const schema = await deps.schemas.get(deps.db, { schemaName: meta.namespace.schemaName, releaseId: meta.releaseId })
+        return await runDataCall({ db: deps.db, namespace: meta.namespace, schema, identity: meta.identity, method: call.method, args: call.args })
+      }
+      default:
+        throw notImplemented(`ctx.${call.member}`)
+    }
+  }
+
+  return {
+    async resolve(app, name) {
+      if (app.activeReleaseId === null) return null
+      retireOlderPools(app.id, app.activeReleaseId)
+      const declaration = (await declarationsOf(app.activeReleaseId)).get(name)
+      return declaration === undefined ? null : { app, releaseId: app.activeReleaseId, declaration }
+    },
+
+    async run(fn, options) {
+      if (closed) return { ok: false, error: { kind: 'crashed', message: 'the Functions host is closed' } }
+      const system = fn.declaration.access === 'system'
+      const user = system ? null : options.user
+      const aud = fn.app.id
+      const identity: DataIdentity = system
+        ? { role: 'system', claims: { role: 'system', aud }, canWrite: true }
+        : {
+          role: 'user',
+          claims: user ? { sub: user.id, role: 'authenticated', aud, ...(user.email ? { email: user.email } : {}) } : { role: 'anon', aud },
+          canWrite: user !== null,
+        }
+      const meta: HostMeta = {
+        requestId: options.requestId ?? randomUUID(),
+        environment: 'production',
+        user: user ? { id: user.id } : null,
+        job: null,
+        http: null,
+        appId: fn.app.id,
+        releaseId: fn.releaseId,
+        functionName: fn.declaration.name,
+        namespace: await namespaceOf(fn),
+        identity,
+      }
+      const pool = await poolFor(meta)
+      return await pool.invoke({ entrypoint: fn.declaration.entrypoint, input: options.input, meta, timeoutMs: fn.declaration.timeoutSeconds * 1000 })
+    },
+
+    async close() {
+      closed = true
+      const entries = [...pools.values()]
+      pools.clear()
+      await Promise.all(entries.map((entry) => entry.pool.then((pool) => pool.close(), () => {})))
+    },
+  }
+}
