@@ -191,8 +191,14 @@ describe(`app access tokens (${backend})`, () => {
     assert.equal(((await me.json()) as { user: { email: string } }).user.email, 'owner@acme.test')
     const session = await h.request('/_service/api/session', { host: 'vault', token: secret, method: 'POST' })
     assert.equal(session.status, 401, 'an app token cannot be traded for a session token')
-    const [row] = await h.t.db.query<{ last_used_at: Date }>('select last_used_at from platform.app_access_tokens where id = $1', [id])
-    assert.equal(row!.last_used_at.toISOString(), h.clock.now().toISOString())
+    // Recorded off the request path: wait for it briefly.
+    let lastUsed: Date | null = null
+    for (let i = 0; i < 50 && !lastUsed; i++) {
+      const [row] = await h.t.db.query<{ last_used_at: Date | null }>('select last_used_at from platform.app_access_tokens where id = $1', [id])
+      lastUsed = row!.last_used_at
+      if (!lastUsed) await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    assert.equal(lastUsed?.toISOString(), h.clock.now().toISOString())
   })
 
   test('a revoked token is refused on the next request', async () => {

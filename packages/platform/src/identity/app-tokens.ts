@@ -18,6 +18,7 @@ import type { Clock } from '../lib/clock.ts'
 import { newSecret, sha256 } from '../lib/crypto.ts'
 import { decrypt, encrypt } from '../lib/encryption.ts'
 import { ServiceError } from '../lib/errors.ts'
+import { createUsageStamps } from '../lib/usage-stamps.ts'
 import { userFromRow, type User } from './users.ts'
 
 export const APP_TOKEN_PREFIX = 'svc_app_'
@@ -154,6 +155,8 @@ export interface VerifiedAppToken {
  * creator no longer owns the app, or the owner's email is not confirmed. Called on every
  * request; `last_used_at` is written at most once a minute.
  */
+const appTokenUsage = createUsageStamps({ table: 'platform.app_access_tokens' })
+
 export async function verifyAppToken(db: Queryable, clock: Clock, token: string): Promise<VerifiedAppToken | null> {
   if (!token.startsWith(APP_TOKEN_PREFIX) || token.length > 200) return null
   const row = await first<Record<string, unknown>>(db,
@@ -166,10 +169,7 @@ export async function verifyAppToken(db: Queryable, clock: Clock, token: string)
       where t.token_hash = $1 and t.revoked_at is null and u.email_confirmed_at is not null`,
     [sha256(token)])
   if (!row) return null
-  await db.query(
-    `update platform.app_access_tokens set last_used_at = $2
-      where id = $1 and (last_used_at is null or last_used_at < $2::timestamptz - interval '1 minute')`,
-    [row.token_id, clock.now()])
+  appTokenUsage.touch(db, clock, row.token_id as string)
   return {
     tokenId: row.token_id as string,
     app: { id: row.app_id as string, slug: row.app_slug as string },

@@ -8,6 +8,7 @@ import { first, type Queryable } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
 import { newSecret, sha256 } from '../lib/crypto.ts'
 import { userFromRow, type User } from './users.ts'
+import { createUsageStamps } from '../lib/usage-stamps.ts'
 
 export const OWNER_TOKEN_PREFIX = 'svc_owner_'
 
@@ -27,6 +28,8 @@ export async function issueOwnerToken(db: Queryable, userId: string, name: strin
 }
 
 /** The user an owner token belongs to, or null when it is unknown or revoked. */
+const ownerTokenUsage = createUsageStamps({ table: 'platform.owner_tokens' })
+
 export async function verifyOwnerToken(
   db: Queryable,
   clock: Clock,
@@ -39,10 +42,7 @@ export async function verifyOwnerToken(
        from platform.owner_tokens t join platform.users u on u.id = t.user_id
       where t.token_hash = $1 and t.revoked_at is null`, [sha256(token)])
   if (!row) return null
-  await db.query(
-    `update platform.owner_tokens set last_used_at = $2
-      where id = $1 and (last_used_at is null or last_used_at < $2::timestamptz - interval '1 minute')`,
-    [row.token_id, clock.now()])
+  ownerTokenUsage.touch(db, clock, row.token_id as string)
   return { user: userFromRow(row as Parameters<typeof userFromRow>[0]), tokenId: row.token_id as string }
 }
 
