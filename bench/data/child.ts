@@ -1,0 +1,68 @@
+/** The platform server under test as a child process (server.ts), driven over IPC. */
+import { fork, type ChildProcess } from 'node:child_process'
+import type { Fixture, FromServer, Profile, Storage, ToServer } from './protocol.ts'
+
+export interface Child {
+  pid: number
+  fixture: Fixture
+  profile(on: boolean): Promise<Profile | null>
+  stop(): Promise<void>
+}
+
+function request(child: ChildProcess, message: ToServer): void {
+  child.send(message)
+}
+
+function nextMessage(child: ChildProcess, type: FromServer['type']): Promise<FromServer> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (message: FromServer) => {
+      if (message.type !== type && message.type !== 'failed') return
+      child.off('message', onMessage)
+      child.off('exit', onExit)
+      if (message.type === 'failed') reject(new Error(`the platform server failed:\n${message.message}`))
+      else resolve(message)
+    }
+    const onExit = (code: number | null) => reject(new Error(`the platform server exited (${code}) before answering ${type}`))
+    child.on('message', onMessage)
+    child.once('exit', onExit)
+  })
+}
+
+/**
+ * Forks server.ts, sets up the platform and the bench app, and resolves when it listens.
+ * BENCH_CPU_PROF (a directory) makes the server write a V8 CPU profile there on exit.
+ */
+export async function startChild(options: { storage: Storage; databaseUrl?: string; rows: number; categories: number }): Promise<Child> {
+  const profileDir = process.env.BENCH_CPU_PROF
+  const child = fork(new URL('./server.ts', import.meta.url).pathname, [], {
+    execArgv: ['--import', 'tsx', ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
+  const ready = nextMessage(child, 'ready')
+  request(child, { type: 'start', ...options })
+  let fixture: Fixture
+  try {
+    fixture = (await ready as Extract<FromServer, { type: 'ready' }>).fixture
+  } catch (error) {
+    child.kill()
+    throw error
+  }
+  return {
+    pid: child.pid ?? 0,
+    fixture,
+    async profile(on) {
+      if (on) {
+        request(child, { type: 'profile', on })
+        return null
+      }
+      const answer = nextMessage(child, 'profile')
+      request(child, { type: 'profile', on })
+      return (await answer as Extract<FromServer, { type: 'profile' }>).profile
+    },
+    async stop() {
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+      request(child, { type: 'stop' })
+      await exited
+    },
+  }
+}
