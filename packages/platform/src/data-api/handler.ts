@@ -130,6 +130,16 @@ interface Context {
   media: MediaType
 }
 
+/**
+ * A statement that makes its own transaction read-only before it reads: the CTE is scanned
+ * first, and the statement's value is computed when its one row is projected, after it.
+ * A view or function that tries to write then fails with 25006, as under PostgREST.
+ */
+function readOnly(sql: string): string {
+  return `with pgrst_read_only as materialized (select pg_catalog.set_config('transaction_read_only', 'on', true)) ` +
+    `select (${sql}) from pgrst_read_only`
+}
+
 export function createDataApi(deps: DataApiDeps) {
   const namespaces = new Map<string, Namespace>()
 
@@ -160,19 +170,31 @@ export function createDataApi(deps: DataApiDeps) {
   }
 
   /**
-   * Runs a statement in its own transaction (read-only for reads). `check` sees the result
-   * before the commit: throwing there (a single object that is not one row, too many rows
-   * affected) rolls the writes back, as PostgREST does.
+   * Runs a statement. Most requests are ONE round trip: the statement runs on its own
+   * (autocommit), a read declaring itself read-only inside that statement. An explicit
+   * transaction is used only when something must happen between the statement and the
+   * commit: a planned or estimated count (a second statement in the same snapshot), or a
+   * check that must roll a write back (a single object that is not one row, too many rows
+   * affected), as PostgREST does.
    */
   async function execute(ctx: Context, statement: Statement, options: { readOnly: boolean; check?: (result: Result) => void }): Promise<Result> {
+    const estimates = statement.countSource !== undefined && (ctx.prefer.count === 'planned' || ctx.prefer.count === 'estimated')
+    const rollbackCheck = !options.readOnly && (ctx.media.single || ctx.prefer.maxAffected !== undefined)
+    if (!estimates && !rollbackCheck) {
+      const sql = options.readOnly ? readOnly(statement.sql) : statement.sql
+      const result = (await runAsRole(deps.db, { namespace: ctx.namespace, role: 'user' }, sql,
+        { claims: claimsOf(ctx), params: statement.params })) as Result
+      options.check?.(result)
+      return result
+    }
     return deps.db.transaction(async (tx) => {
       if (options.readOnly) await tx.query('set transaction read only')
       const result = (await runAsRole(tx, { namespace: ctx.namespace, role: 'user' }, statement.sql,
         { claims: claimsOf(ctx), params: statement.params })) as Result
-      if (statement.countSource !== undefined) {
+      if (estimates) {
         if (ctx.prefer.count === 'planned') {
           result.count = await plannedRows(tx, ctx, statement)
-        } else if (ctx.prefer.count === 'estimated' && result.count !== null && result.count >= ESTIMATE_EXACT_BELOW) {
+        } else if (result.count !== null && result.count >= ESTIMATE_EXACT_BELOW) {
           result.count = Math.max(result.count, await plannedRows(tx, ctx, statement))
         }
       }
