@@ -164,4 +164,47 @@ describe(`deploys: validate, migrate, activate, keep the previous release on fai
       assert.equal(body.error.code, 'MIGRATION_FAILED', sql)
     }
   })
+
+  test("integrations other apps of the organisation publish are checked at deploy", async () => {
+    const provider = `provides:
+  integration:
+    name: acme-crm
+    title: Acme CRM
+    description: Contacts
+    capabilities:
+      - name: contacts.read
+        description: Read contacts
+    operations:
+      - name: contacts.list
+        capability: contacts.read
+        function: listContacts
+        description: Lists contacts
+functions:
+  - name: listContacts
+    entrypoint: functions/list.ts
+    access: system
+`
+    for (const slug of ['crm', 'crm-copy', 'shopfront']) {
+      assert.equal((await h.request('/v1/apps', { token, json: { slug, visibility: 'public' } })).status, 201)
+    }
+    const published = await deploy('crm', { 'service.yaml': manifest('crm', provider), 'functions/list.ts': 'export default 1' })
+    assert.equal(published.status, 201, JSON.stringify(published.body))
+
+    const taken = await deploy('crm-copy', { 'service.yaml': manifest('crm-copy', provider), 'functions/list.ts': 'export default 1' })
+    assert.equal(taken.status, 422)
+    assert.ok(taken.body.error.details.errors.some((p: any) => p.code === 'MANIFEST_INTEGRATION_NAME_TAKEN'))
+
+    const consumer = await deploy('shopfront', {
+      'service.yaml': manifest('shopfront', `integrations:
+  crm:
+    provider: custom
+    integration: acme-crm
+    account: app
+    cardinality: one
+    capabilities: [contacts.read, contacts.write]
+`),
+    })
+    assert.equal(consumer.status, 201, JSON.stringify(consumer.body))
+    assert.deepEqual(consumer.body.warnings.map((w: any) => w.code), ['MANIFEST_CAPABILITY_NOT_OFFERED'])
+  })
 })

@@ -10,7 +10,7 @@ import type { Clock } from '../lib/clock.ts'
 import { ServiceError } from '../lib/errors.ts'
 import type { App } from '../apps/apps.ts'
 import type { User } from '../identity/users.ts'
-import { PLATFORM_SDK_VERSION, validateManifest, type Manifest } from '../manifest/index.ts'
+import { PLATFORM_SDK_VERSION, validateManifest } from '../manifest/index.ts'
 import { readBundle, type Bundle, type Migration } from './bundle.ts'
 import { createNamespace, findNamespace, runAsRole, type Namespace } from './namespaces.ts'
 
@@ -73,28 +73,28 @@ export function releaseView(release: Release) {
   }
 }
 
+interface PublishedIntegration {
+  appSlug: string
+  capabilities: string[]
+  eventTypes: string[]
+}
+
 /** Integrations that other active apps of the organisation publish (for manifest checks). */
-async function publishedIntegrations(db: Queryable, app: App) {
-  if (!app.organisationId) return new Map<string, { appSlug: string; capabilities: string[]; eventTypes: string[] }>()
-  const rows = await db.query<{ slug: string; integration: Manifest['provides'] extends infer P ? P : never }>(
-    `select a.slug, r.manifest -> 'provides' -> 'integration' as integration
-       from platform.apps a join platform.releases r on r.id = a.active_release_id
-      where a.organisation_id = $1 and a.id <> $2 and a.status = 'active'
-        and r.manifest -> 'provides' -> 'integration' is not null`,
+async function publishedIntegrations(db: Queryable, app: App): Promise<Map<string, PublishedIntegration>> {
+  const published = new Map<string, PublishedIntegration>()
+  if (!app.organisationId) return published
+  const rows = await db.query<{ slug: string; name: string; capabilities: string[]; event_types: string[] }>(
+    `select a.slug, i ->> 'name' as name,
+            array(select c ->> 'name' from jsonb_array_elements(coalesce(i -> 'capabilities', '[]')) c) as capabilities,
+            array(select e ->> 'type' from jsonb_array_elements(coalesce(i -> 'events', '[]')) e) as event_types
+       from platform.apps a
+       join platform.releases r on r.id = a.active_release_id
+       cross join lateral (select r.manifest -> 'provides' -> 'integration' as i) p
+      where a.organisation_id = $1 and a.id <> $2 and a.status = 'active' and i is not null`,
     [app.organisationId, app.id],
   )
-  const published = new Map<string, { appSlug: string; capabilities: string[]; eventTypes: string[] }>()
   for (const row of rows) {
-    const integration = row.integration as unknown as {
-      name: string
-      capabilities?: { name: string }[]
-      events?: { type: string }[]
-    }
-    published.set(integration.name, {
-      appSlug: row.slug,
-      capabilities: (integration.capabilities ?? []).map((c) => c.name),
-      eventTypes: (integration.events ?? []).map((e) => e.type),
-    })
+    published.set(row.name, { appSlug: row.slug, capabilities: row.capabilities, eventTypes: row.event_types })
   }
   return published
 }
