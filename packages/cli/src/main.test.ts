@@ -2,19 +2,12 @@ import assert from 'node:assert/strict'
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { AddressInfo } from 'node:net'
 import { after, before, describe, test } from 'node:test'
-import { serve, type ServerType } from '@hono/node-server'
+import type { ServerType } from '@hono/node-server'
 import { startHarness, type Harness } from '../../platform/test/harness.ts'
 import { backend } from '../../platform/test/test-db.ts'
-import { main, type Io } from './main.ts'
-
-function capture(env: Record<string, string | undefined>) {
-  const out: string[] = []
-  const err: string[] = []
-  const io: Io = { out: (l) => out.push(l), err: (l) => err.push(l), env }
-  return { io, out, err }
-}
+import { capture, serveHarness } from '../test/cli-harness.ts'
+import { main } from './main.ts'
 
 function appDir(files: Record<string, string>): string {
   const dir = mkdtempSync(join(tmpdir(), 'svc-cli-'))
@@ -31,18 +24,9 @@ describe(`the service CLI over HTTP (${backend})`, () => {
   let env: Record<string, string>
   before(async () => {
     h = await startHarness()
-    server = await new Promise<ServerType>((resolve) => {
-      const s = serve({ fetch: (req) => {
-        // The harness platform serves localhost:8787; rewrite the Host the client used.
-        const url = new URL(req.url)
-        url.host = 'localhost:8787'
-        const headers = new Headers(req.headers)
-        headers.set('host', url.host)
-        return h.platform.fetch(new Request(url, { method: req.method, headers, body: req.body, duplex: 'half' } as RequestInit))
-      }, port: 0, hostname: '127.0.0.1' }, () => resolve(s))
-    })
-    const { port } = server.address() as AddressInfo
-    env = { SERVICE_URL: `http://127.0.0.1:${port}`, SERVICE_OPERATOR_KEY: h.operatorKey }
+    let url: string
+    ;({ server, url } = await serveHarness(h))
+    env = { SERVICE_URL: url, SERVICE_OPERATOR_KEY: h.operatorKey }
   })
   after(async () => {
     server.close()

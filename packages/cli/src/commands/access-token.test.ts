@@ -1,19 +1,12 @@
 import assert from 'node:assert/strict'
-import type { AddressInfo } from 'node:net'
 import { after, before, describe, test } from 'node:test'
-import { serve, type ServerType } from '@hono/node-server'
+import type { ServerType } from '@hono/node-server'
 import { startHarness, type Harness } from '../../../platform/test/harness.ts'
 import { backend } from '../../../platform/test/test-db.ts'
 import { CookieClient, field } from '../../../platform/test/cookie-client.ts'
 import { AUTH, deployPage, signInTo } from '../../../platform/test/sign-in-flow.ts'
-import { main, type Io } from '../main.ts'
-
-function capture(env: Record<string, string | undefined>) {
-  const out: string[] = []
-  const err: string[] = []
-  const io: Io = { out: (l) => out.push(l), err: (l) => err.push(l), env }
-  return { io, out, err }
-}
+import { capture, serveHarness } from '../../test/cli-harness.ts'
+import { main } from '../main.ts'
 
 async function printed(lines: string[], pattern: RegExp): Promise<string> {
   for (let i = 0; i < 500; i++) {
@@ -33,17 +26,10 @@ describe(`service app access-token over HTTP (${backend})`, () => {
     h = await startHarness()
     const owner = await h.createOwner('owner@acme.test')
     await deployPage(h, owner.token, 'vault', 'private', 'vault page')
-    server = await new Promise<ServerType>((resolve) => {
-      const s = serve({ fetch: (req) => {
-        const url = new URL(req.url)
-        url.host = 'localhost:8787'
-        const headers = new Headers(req.headers)
-        headers.set('host', url.host)
-        return h.platform.fetch(new Request(url, { method: req.method, headers, body: req.body, duplex: 'half' } as RequestInit))
-      }, port: 0, hostname: '127.0.0.1' }, () => resolve(s))
-    })
+    let url: string
+    ;({ server, url } = await serveHarness(h))
     env = {
-      SERVICE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      SERVICE_URL: url,
       SERVICE_TOKEN: owner.token,
       SERVICE_POLL_INTERVAL_MS: '10',
     }

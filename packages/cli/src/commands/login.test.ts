@@ -2,21 +2,14 @@ import assert from 'node:assert/strict'
 import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { AddressInfo } from 'node:net'
 import { after, before, describe, test } from 'node:test'
-import { serve, type ServerType } from '@hono/node-server'
+import type { ServerType } from '@hono/node-server'
 import { startHarness, type Harness } from '../../../platform/test/harness.ts'
 import { backend } from '../../../platform/test/test-db.ts'
 import { CookieClient, field } from '../../../platform/test/cookie-client.ts'
 import { deployPage, signInTo } from '../../../platform/test/sign-in-flow.ts'
-import { main, type Io } from '../main.ts'
-
-function capture(env: Record<string, string | undefined>) {
-  const out: string[] = []
-  const err: string[] = []
-  const io: Io = { out: (l) => out.push(l), err: (l) => err.push(l), env }
-  return { io, out, err }
-}
+import { capture, serveHarness } from '../../test/cli-harness.ts'
+import { main } from '../main.ts'
 
 /** Waits until the CLI has printed a line matching `pattern`; returns the match. */
 async function printed(lines: string[], pattern: RegExp): Promise<string> {
@@ -36,16 +29,9 @@ describe(`service login and logout over HTTP (${backend})`, () => {
     h = await startHarness()
     const owner = await h.createOwner('owner@acme.test')
     await deployPage(h, owner.token, 'vault', 'private', 'vault page')
-    server = await new Promise<ServerType>((resolve) => {
-      const s = serve({ fetch: (req) => {
-        const url = new URL(req.url)
-        url.host = 'localhost:8787'
-        const headers = new Headers(req.headers)
-        headers.set('host', url.host)
-        return h.platform.fetch(new Request(url, { method: req.method, headers, body: req.body, duplex: 'half' } as RequestInit))
-      }, port: 0, hostname: '127.0.0.1' }, () => resolve(s))
-    })
-    baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    let url: string
+    ;({ server, url } = await serveHarness(h))
+    baseUrl = url
   })
   after(async () => {
     server.close()

@@ -1,0 +1,36 @@
+/**
+ * Shared pieces of the CLI tests: the in-process platform served over real HTTP on a random
+ * loopback port (the CLI talks HTTP; requests are re-addressed to the harness's base host),
+ * and an `Io` that captures what the CLI prints.
+ */
+import type { AddressInfo } from 'node:net'
+import { serve, type ServerType } from '@hono/node-server'
+import type { Harness } from '../../platform/test/harness.ts'
+import type { Io } from '../src/main.ts'
+
+export function capture(env: Record<string, string | undefined>) {
+  const out: string[] = []
+  const err: string[] = []
+  const io: Io = { out: (l) => out.push(l), err: (l) => err.push(l), env }
+  return { io, out, err }
+}
+
+/** Serves the harness platform on 127.0.0.1; returns the server and its URL. */
+export async function serveHarness(h: Harness): Promise<{ server: ServerType; url: string }> {
+  const base = new URL(h.platform.urls.base)
+  const server = await new Promise<ServerType>((resolve) => {
+    const s = serve({
+      fetch: (req) => {
+        const url = new URL(req.url)
+        url.host = base.host
+        const headers = new Headers(req.headers)
+        headers.set('host', url.host)
+        return h.platform.fetch(new Request(url, { method: req.method, headers, body: req.body, duplex: 'half' } as RequestInit))
+      },
+      port: 0,
+      hostname: '127.0.0.1',
+    }, () => resolve(s))
+  })
+  const { port } = server.address() as AddressInfo
+  return { server, url: `http://127.0.0.1:${port}` }
+}
