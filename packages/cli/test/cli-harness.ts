@@ -34,3 +34,13 @@ export async function serveHarness(h: Harness): Promise<{ server: ServerType; ur
   const { port } = server.address() as AddressInfo
   return { server, url: `http://127.0.0.1:${port}` }
 }
+
+/** Waits until the CLI has printed a line matching `pattern` (it polls); returns the match. */
+export async function printed(lines: string[], pattern: RegExp): Promise<string> {
+  for (let i = 0; i < 500; i++) {
+    const line = lines.find((l) => pattern.test(l))
+    if (line) return pattern.exec(line)![0]
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  throw new Error(`the CLI never printed ${pattern}`)
+}

@@ -8,18 +8,8 @@ import { startHarness, type Harness } from '../../../platform/test/harness.ts'
 import { backend } from '../../../platform/test/test-db.ts'
 import { CookieClient, field } from '../../../platform/test/cookie-client.ts'
 import { deployPage, signInTo } from '../../../platform/test/sign-in-flow.ts'
-import { capture, serveHarness } from '../../test/cli-harness.ts'
+import { capture, printed, serveHarness } from '../../test/cli-harness.ts'
 import { main } from '../main.ts'
-
-/** Waits until the CLI has printed a line matching `pattern`; returns the match. */
-async function printed(lines: string[], pattern: RegExp): Promise<string> {
-  for (let i = 0; i < 500; i++) {
-    const line = lines.find((l) => pattern.test(l))
-    if (line) return pattern.exec(line)![0]
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-  throw new Error(`the CLI never printed ${pattern}`)
-}
 
 describe(`service login and logout over HTTP (${backend})`, () => {
   let h: Harness
