@@ -6,16 +6,20 @@
  * - warm round trip: 1,000 sequential invocations of a trivial Function, and of one that
  *   makes one context call (`secrets.get`);
  * - baselines: `deno run` of an empty script until exit, and 1,000 sequential round trips
- *   of one JSON line through a bare Deno echo loop over the same kind of pipe.
+ *   of one JSON line through a bare Deno echo loop over the same kind of pipe;
+ * - through the platform (http.ts): the internal call path and HTTP calls, beside an HTTP
+ *   floor (a bare Hono route forwarding to the Deno echo loop).
  *
  * Run: npm run bench:functions
  */
-import { spawn, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { resolveDenoBinary } from '../../packages/platform/src/functions/deno-binary.ts'
 import { createFunctionPool } from '../../packages/platform/src/functions/pool.ts'
 import { SDK_ENTRY, metaFor, recordingLogger, removeBundle, writeBundle } from '../../packages/platform/src/functions/test-bundle.ts'
+import { ECHO_SCRIPT, startEchoChild, type EchoChild } from './echo-child.ts'
+import { startFloor, startPlatform, timedCalls } from './http.ts'
 
 const WARM_CALLS = 1_000
 const COLD_STARTS = 20
@@ -29,23 +33,6 @@ const FUNCTIONS = {
     export default defineFunction({ input: object({}), handler: async ({ secrets }) => ({ value: await secrets.get('K') }) })`,
 }
 
-const ECHO_SCRIPT = `
-const reader = Deno.stdin.readable.pipeThrough(new TextDecoderStream()).getReader()
-const writer = Deno.stdout.writable.getWriter()
-const encoder = new TextEncoder()
-let pending = ''
-for (;;) {
-  const { value, done } = await reader.read()
-  if (done) break
-  pending += value
-  let newline
-  while ((newline = pending.indexOf('\\n')) !== -1) {
-    const message = JSON.parse(pending.slice(0, newline))
-    pending = pending.slice(newline + 1)
-    writer.write(encoder.encode(JSON.stringify({ id: message.id, ok: true, value: message.input }) + '\\n'))
-  }
-}
-`
 
 function percentile(sorted: readonly number[], fraction: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))] ?? Number.NaN
@@ -98,32 +85,8 @@ function bareStarts(deno: string, script: string, denoDir: string, times: number
   return samples
 }
 
-async function bareRoundTrips(deno: string, script: string, denoDir: string): Promise<number[]> {
-  const child = spawn(deno, ['run', '--no-prompt', '--no-config', '--no-lock', script], { env: { DENO_DIR: denoDir, NO_COLOR: '1' }, stdio: ['pipe', 'pipe', 'inherit'] })
-  child.stdout.setEncoding('utf8')
-  let pending = ''
-  let waiter: (() => void) | undefined
-  child.stdout.on('data', (chunk: string) => {
-    pending += chunk
-    if (pending.includes('\n')) {
-      pending = ''
-      waiter?.()
-    }
-  })
-  const roundTrip = (id: number) =>
-    new Promise<void>((resolve) => {
-      waiter = resolve
-      child.stdin.write(JSON.stringify({ type: 'invoke', id: String(id), input: { text: 'hi' } }) + '\n')
-    })
-  for (let index = 0; index < 200; index += 1) await roundTrip(index)
-  const samples: number[] = []
-  for (let index = 0; index < WARM_CALLS; index += 1) {
-    const started = performance.now()
-    await roundTrip(index)
-    samples.push(performance.now() - started)
-  }
-  child.kill('SIGKILL')
-  return samples
+async function bareRoundTrips(echo: EchoChild): Promise<number[]> {
+  return timedCalls(async () => void (await echo.call({ text: 'hi' })), 200, WARM_CALLS)
 }
 
 const deno = resolveDenoBinary()
@@ -145,7 +108,23 @@ try {
   summary('bare `deno run` of an empty script, to exit', bareStarts(deno, emptyScript, denoDir, COLD_STARTS))
   summary('warm invocation round trip (echo)', await warmRoundTrips(bundleDir, denoDir, 'functions/echo.ts', { text: 'hi' }))
   summary('warm invocation with one context call', await warmRoundTrips(bundleDir, denoDir, 'functions/secret.ts', {}))
-  summary('bare Deno echo round trip over a pipe', await bareRoundTrips(deno, echoScript, denoDir))
+  const echo = startEchoChild(deno, echoScript, denoDir)
+  try {
+    summary('bare Deno echo round trip over a pipe', await bareRoundTrips(echo))
+    const platform = await startPlatform()
+    const floor = await startFloor(echo)
+    try {
+      summary('platform internal call path (FunctionHost.run)', await timedCalls(platform.internal, 200, WARM_CALLS))
+      summary('HTTP floor: bare Hono route -> Deno echo', await timedCalls(floor.call, 200, WARM_CALLS))
+      summary('HTTP: public Function, anonymous SDK call', await timedCalls(platform.anonymous, 200, WARM_CALLS))
+      summary('HTTP: user Function, svc_app_ token', await timedCalls(platform.appToken, 200, WARM_CALLS))
+    } finally {
+      await floor.close()
+      await platform.close()
+    }
+  } finally {
+    echo.close()
+  }
 } finally {
   removeBundle(bundleDir)
 }
