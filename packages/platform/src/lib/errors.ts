@@ -44,6 +44,23 @@ export const ERROR_CODES = {
   FUNCTION_INVALID_RETURN: 500,
   FUNCTION_CRASHED: 502,
   FUNCTION_TIMEOUT: 504,
+  /** `ctx.secrets` names a secret the release's manifest does not declare. */
+  SECRET_NOT_DECLARED: 500,
+  /** `ctx.secrets.require` of a declared secret without a value in the namespace. */
+  SECRET_NOT_SET: 500,
+  SECRET_NOT_FOUND: 404,
+  /** A development namespace that has no release (deploy to it first). */
+  DEV_NAMESPACE_NOT_FOUND: 404,
+  // Jobs (spec 3.1, 7.2; the codes other than the spec's two are ours).
+  IDEMPOTENCY_KEY_REUSED: 409,
+  QUEUE_NOT_ACTIVE: 409,
+  QUEUE_NOT_DECLARED: 404,
+  JOB_PAYLOAD_INVALID: 400,
+  JOB_PAYLOAD_TOO_LARGE: 413,
+  JOBS_LIMIT_REACHED: 429,
+  ENQUEUE_TIMEOUT: 504,
+  CRON_NOT_ACTIVE: 409,
+  JOB_LEASE_EXPIRED: 502,
 } as const
 
 export type ErrorCode = keyof typeof ERROR_CODES

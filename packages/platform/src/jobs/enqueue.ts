@@ -1,0 +1,166 @@
+/**
+ * Enqueueing: checks `jobs.enqueue(queue, payload, options)` arguments (spec 4.3, 8) and
+ * inserts the job exactly once per idempotency key. The key's scope is the app namespace
+ * (app x environment x development namespace) and the queue; the same key with the same
+ * payload returns the original job, with a different payload it fails
+ * IDEMPOTENCY_KEY_REUSED. "Same input" is the payload (compared by a hash of its canonical
+ * JSON, so key order does not matter); the delay is not part of it, because a producer
+ * that retries computes a new delay from a new "now".
+ */
+import type { Db, Queryable } from '../db/db.ts'
+import { sha256Hex } from '../lib/crypto.ts'
+import { notImplemented, ServiceError } from '../lib/errors.ts'
+import type { QueueDeclaration } from '../manifest/index.ts'
+import { countActive, ensureQueueRow, findByKey, insertJob, notifyDue, type JobRow, type NewJob } from './queries.ts'
+
+export const JOB_LIMITS = {
+  /** Payload: a JSON object of at most 64 KiB (UTF-8 bytes of compact JSON). */
+  payloadBytes: 64 * 1024,
+  /** Enqueue delay: at most seven days. */
+  maxDelaySeconds: 7 * 24 * 60 * 60,
+  /** Active (not terminal) jobs per app namespace. */
+  activePerNamespace: 10_000,
+  /** Idempotency keys: 1 to 255 characters (our choice). */
+  idempotencyKeyChars: 255,
+  /** `timeoutMs` of a producer's request: 1 ms to 15 minutes (our choice). */
+  maxTimeoutMs: 15 * 60 * 1000,
+} as const
+
+export interface EnqueueRequest {
+  readonly queue: string
+  readonly payload: Record<string, unknown>
+  readonly idempotencyKey: string
+  readonly delaySeconds: number
+  readonly timeoutMs: number | null
+}
+
+const OPTION_NAMES = new Set(['idempotencyKey', 'delaySeconds', 'timeoutMs', 'files'])
+
+function invalid(message: string, field: string): ServiceError {
+  return new ServiceError('VALIDATION_FAILED', message, { details: { field } })
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false
+  const proto = Object.getPrototypeOf(value)
+  return proto === Object.prototype || proto === null
+}
+
+/**
+ * Reads the arguments of `ctx.jobs.enqueue` as they arrive from a worker.
+ *
+ * @example
+ * const request = readEnqueueArgs(['reminders', { taskId }, { idempotencyKey: `reminder:${taskId}` }])
+ */
+export function readEnqueueArgs(args: readonly unknown[]): EnqueueRequest {
+  const [queue, payload, options] = args
+  if (typeof queue !== 'string' || queue.length === 0) throw invalid('jobs.enqueue needs a queue name as its first argument', 'queue')
+  if (!isPlainObject(payload)) {
+    throw new ServiceError('JOB_PAYLOAD_INVALID', 'A job payload must be a JSON object')
+  }
+  const bytes = new TextEncoder().encode(JSON.stringify(payload)).byteLength
+  if (bytes > JOB_LIMITS.payloadBytes) {
+    throw new ServiceError('JOB_PAYLOAD_TOO_LARGE', `The job payload is ${bytes} bytes of JSON; the limit is ${JOB_LIMITS.payloadBytes}`, {
+      details: { bytes, limit: JOB_LIMITS.payloadBytes },
+    })
+  }
+  if (!isPlainObject(options)) throw invalid('jobs.enqueue needs options with an idempotencyKey', 'options')
+  for (const name of Object.keys(options)) {
+    if (!OPTION_NAMES.has(name)) throw invalid(`jobs.enqueue has no option "${name}"`, name)
+  }
+  if (options.files !== undefined) throw notImplemented('jobs.enqueue files (read grants arrive with managed files)')
+  const key = options.idempotencyKey
+  if (typeof key !== 'string' || key.length === 0 || key.length > JOB_LIMITS.idempotencyKeyChars) {
+    throw invalid(`idempotencyKey is required: a string of 1 to ${JOB_LIMITS.idempotencyKeyChars} characters`, 'idempotencyKey')
+  }
+  const delay = options.delaySeconds ?? 0
+  if (typeof delay !== 'number' || !Number.isFinite(delay) || delay < 0 || delay > JOB_LIMITS.maxDelaySeconds) {
+    throw invalid(`delaySeconds must be a number from 0 to ${JOB_LIMITS.maxDelaySeconds} (seven days)`, 'delaySeconds')
+  }
+  const timeoutMs = options.timeoutMs ?? null
+  if (timeoutMs !== null && (typeof timeoutMs !== 'number' || !Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > JOB_LIMITS.maxTimeoutMs)) {
+    throw invalid(`timeoutMs must be an integer from 1 to ${JOB_LIMITS.maxTimeoutMs}`, 'timeoutMs')
+  }
+  return { queue, payload, idempotencyKey: key, delaySeconds: delay, timeoutMs }
+}
+
+/** JSON with object keys sorted, so equal payloads hash equally whatever their key order. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
+  if (typeof value === 'object' && value !== null) {
+    const entries = Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`)
+    return `{${entries.join(',')}}`
+  }
+  return JSON.stringify(value)
+}
+
+export function payloadHash(payload: unknown): string {
+  return sha256Hex(canonicalJson(payload))
+}
+
+/**
+ * Inserts `job` unless its key exists: then the original is returned when the payload is
+ * the same, and IDEMPOTENCY_KEY_REUSED is thrown when not. `limit` caps the namespace's
+ * active jobs (null: never refused, for cron runs, which capacity may delay but not drop).
+ * Runs inside the caller's transaction; wakes the dispatchers at commit when due now.
+ */
+export async function insertIdempotent(tx: Queryable, job: NewJob, limit: number | null): Promise<{ row: JobRow; created: boolean }> {
+  const existing = await findByKey(tx, job)
+  if (existing !== undefined) return { row: sameInput(existing, job), created: false }
+  if (!(await countActive(tx, job.namespaceId, limit))) {
+    throw new ServiceError('JOBS_LIMIT_REACHED', `This app already has ${limit} active jobs; wait for some to finish`, {
+      details: { limit },
+    })
+  }
+  await ensureQueueRow(tx, job.namespaceId, job.queue)
+  const row = await insertJob(tx, job)
+  if (row === undefined) {
+    // Another producer inserted the same key meanwhile (we waited for its commit).
+    await tx.query('update platform.job_namespaces set active = active - 1 where namespace_id = $1', [job.namespaceId])
+    const winner = await findByKey(tx, job)
+    if (winner === undefined) throw new Error('a job with this idempotency key vanished during enqueue')
+    return { row: sameInput(winner, job), created: false }
+  }
+  if (job.runAt.getTime() <= job.now.getTime()) await notifyDue(tx)
+  return { row, created: true }
+}
+
+function sameInput(existing: JobRow, job: NewJob): JobRow {
+  if (existing.payload_sha256 !== job.payloadSha256) {
+    throw new ServiceError('IDEMPOTENCY_KEY_REUSED',
+      `The idempotency key "${job.idempotencyKey}" was already used on queue "${job.queue}" with a different payload`)
+  }
+  return existing
+}
+
+export interface QueueEnqueue {
+  readonly appId: string
+  readonly namespaceId: string
+  readonly declaration: QueueDeclaration
+  readonly request: EnqueueRequest
+  readonly enqueuedBy: string | null
+  readonly now: Date
+}
+
+/** Enqueues on a declared queue, pinning the declaration's retry and concurrency policy. */
+export async function enqueueOnQueue(db: Db, input: QueueEnqueue): Promise<{ row: JobRow; created: boolean }> {
+  const { declaration, request, now } = input
+  const job: NewJob = {
+    appId: input.appId,
+    namespaceId: input.namespaceId,
+    kind: 'queue',
+    queue: declaration.name,
+    payload: request.payload,
+    payloadSha256: payloadHash(request.payload),
+    idempotencyKey: request.idempotencyKey,
+    enqueuedBy: input.enqueuedBy,
+    concurrency: declaration.concurrency,
+    maxAttempts: declaration.maxAttempts,
+    retryDelaySeconds: declaration.retryDelaySeconds,
+    retryBackoff: declaration.retryBackoff,
+    timeoutSeconds: declaration.timeoutSeconds,
+    runAt: new Date(now.getTime() + Math.round(request.delaySeconds * 1000)),
+    now,
+  }
+  return await db.transaction((tx) => insertIdempotent(tx, job, JOB_LIMITS.activePerNamespace))
+}
