@@ -119,6 +119,21 @@ describe('parseCronExpression', () => {
     assert.equal(errorOf('*/x * * * *'), 'minute field "*/x": step "x" must be a whole number')
   })
 
+  test('a day that never exists in the listed months is rejected, as the schedule would never run', () => {
+    assert.equal(errorOf('0 0 30 2 *'), 'day-of-month field "30": no listed day exists in month field "2" (FEB), so the schedule would never run')
+    assert.equal(
+      errorOf('0 0 31 apr,jun,sep,nov *'),
+      'day-of-month field "31": no listed day exists in month field "apr,jun,sep,nov" (APR,JUN,SEP,NOV), so the schedule would never run',
+    )
+    assert.match(errorOf('0 0 30-31 2 */2'), /no listed day exists/)
+  })
+
+  test('days that exist only sometimes, or with a weekday alternative, are accepted', () => {
+    assert.equal(cronExpressionError('0 0 29 2 *'), null)
+    assert.equal(cronExpressionError('0 0 31 2,3 *'), null)
+    assert.equal(cronExpressionError('0 0 30 2 MON'), null)
+  })
+
   test('an empty schedule is rejected', () => {
     assert.match(errorOf('   '), /^the schedule is empty/)
   })

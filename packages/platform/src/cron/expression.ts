@@ -4,7 +4,9 @@
 // re-reading the text. Supported syntax: `*`, single values, ranges `a-b`, lists `a,b`,
 // steps `*/n` and `a-b/n`, month names JAN-DEC and day names SUN-SAT (any case), and
 // day-of-week 0-7 where both 0 and 7 mean Sunday. Nothing else (no `@daily`, `?`, `L`,
-// `W`, `#`, no `a/n`), so a schedule means the same thing everywhere it is read.
+// `W`, `#`, no `a/n`), so a schedule means the same thing everywhere it is read. A
+// schedule whose day-of-month never exists in its months (`0 0 30 2 *`) is rejected: it
+// would never run. When it runs is next.ts's business.
 
 /** The parsed form of a cron expression; every list is sorted ascending and unique. */
 export interface CronExpression {
@@ -82,18 +84,17 @@ export function parseCronExpression(text: string): CronParseResult {
   }
   const [minute, hour, dayOfMonth, month, dayOfWeek] = parts as [string, string, string, string, string]
   try {
-    return {
-      ok: true,
-      expression: {
-        minutes: parseField(minute, FIELDS[0]),
-        hours: parseField(hour, FIELDS[1]),
-        daysOfMonth: parseField(dayOfMonth, FIELDS[2]),
-        months: parseField(month, FIELDS[3]),
-        daysOfWeek: normaliseSunday(parseField(dayOfWeek, FIELDS[4])),
-        domRestricted: !dayOfMonth.startsWith('*'),
-        dowRestricted: !dayOfWeek.startsWith('*'),
-      },
+    const expression: CronExpression = {
+      minutes: parseField(minute, FIELDS[0]),
+      hours: parseField(hour, FIELDS[1]),
+      daysOfMonth: parseField(dayOfMonth, FIELDS[2]),
+      months: parseField(month, FIELDS[3]),
+      daysOfWeek: normaliseSunday(parseField(dayOfWeek, FIELDS[4])),
+      domRestricted: !dayOfMonth.startsWith('*'),
+      dowRestricted: !dayOfWeek.startsWith('*'),
     }
+    rejectImpossibleDays(expression, dayOfMonth, month)
+    return { ok: true, expression }
   } catch (error) {
     if (error instanceof FieldError) return { ok: false, error: error.message }
     throw error
@@ -187,6 +188,23 @@ function parseValue(text: string, element: string, spec: FieldSpec): number {
     throw new FieldError(`${spec.label} field "${element}": "*" cannot be part of a range`)
   }
   throw new FieldError(`${spec.label} field "${element}": "${text}" is not a number${spec.names === undefined ? '' : ' or name'}`)
+}
+
+// Longest month lengths (February 29 exists in leap years). Over the 400-year Gregorian
+// cycle every date that exists at all falls on every day of the week, so an expression
+// whose day fields must both match still runs unless no listed day exists in any listed
+// month. Rejecting that here means the next-occurrence search never hunts for a date
+// that cannot come.
+const LONGEST_MONTH = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31] as const
+
+function rejectImpossibleDays(expression: CronExpression, dayOfMonthText: string, monthText: string): void {
+  if (expression.domRestricted && expression.dowRestricted) return
+  const exists = expression.months.some((month) => expression.daysOfMonth.some((day) => day <= (LONGEST_MONTH[month - 1] ?? 31)))
+  if (exists) return
+  const names = expression.months.map((month) => MONTH_NAMES[month - 1]).join(',')
+  throw new FieldError(
+    `day-of-month field "${dayOfMonthText}": no listed day exists in month field "${monthText}" (${names}), so the schedule would never run`,
+  )
 }
 
 function normaliseSunday(days: number[]): number[] {
