@@ -9,6 +9,7 @@
  *   service login | logout
  *   service app access-token list|create|revoke|request <app> ...
  *   service operator create-user --email <email> --company <name> [--admin] [--platform-admin]
+ *   service cron next "<expr>" [--tz <zone>] [--from <ISO>] [--count <n>]
  */
 import { parseArgs } from 'node:util'
 import { ApiError, createClient, type Client } from './client.ts'
@@ -20,6 +21,7 @@ import {
   accessTokenCreateCommand, accessTokenListCommand, accessTokenRequestCommand, accessTokenRevokeCommand,
 } from './commands/access-token.ts'
 import { loginCommand, logoutCommand, pollOptions } from './commands/login.ts'
+import { cronNextCommand } from './commands/cron.ts'
 import { openCredentialStore, type CredentialStore } from './credentials.ts'
 
 export interface Io {
@@ -45,6 +47,9 @@ const USAGE = `usage: service <command>
                                  without owner credentials: ask the owner to approve a token
   operator create-user --email <email> --company <name> [--admin] [--platform-admin]
                                  create a user and print an owner API token (operator key needed)
+  cron next "<expr>" [--tz <zone>] [--from <ISO 8601>] [--count <n>]
+                                 print when a schedule runs next (default 5 times, UTC, from now),
+                                 one ISO 8601 instant with offset a line; offline
 
 environment: SERVICE_URL (default http://localhost:8787), SERVICE_TOKEN (owner API token;
              otherwise the one service login stored), SERVICE_CREDENTIALS_FILE (keep tokens
@@ -70,6 +75,9 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         name: { type: 'string' },
         admin: { type: 'boolean' },
         'platform-admin': { type: 'boolean' },
+        tz: { type: 'string' },
+        from: { type: 'string' },
+        count: { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -123,6 +131,15 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         return await logoutCommand(io, client, { store: await store() })
       case 'app':
         if (sub === 'access-token') return await accessTokenCommand(io, client, { action: arg, app: arg2, rest: positionals.slice(4), name: values.name })
+        break
+      case 'cron':
+        if (sub === 'next') {
+          if (positionals.length > 3) {
+            io.err('service cron next: quote the schedule so it is one argument: service cron next "0 9 * * MON-FRI"')
+            return 2
+          }
+          return cronNextCommand(io, { expression: arg, tz: values.tz, from: values.from, count: values.count, now: new Date() })
+        }
         break
       case 'operator':
         if (sub === 'create-user') {

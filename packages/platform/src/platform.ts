@@ -9,6 +9,7 @@ import type { Clock } from './lib/clock.ts'
 import type { Logger } from './lib/logger.ts'
 import { deriveKey } from './lib/master-key.ts'
 import { appRoutes } from './apps/routes.ts'
+import type { App } from './apps/apps.ts'
 import { deployRoutes } from './deploy/routes.ts'
 import { createMailer, devMailRoutes, type Mailer } from './email/index.ts'
 import { createFrontend } from './frontend/serve.ts'
@@ -27,7 +28,7 @@ import { onboardingRoutes } from './identity/onboarding-routes.ts'
 import { organisationRoutes } from './identity/organisation-routes.ts'
 import { PLATFORM_SDK_VERSION } from './manifest/index.ts'
 import { createDataApi, createSchemaCache } from './data-api/index.ts'
-import { callFunction, createFunctionHost, type FunctionHost } from './functions/index.ts'
+import { callFunction, callRoute, createFunctionHost, type FunctionHost } from './functions/index.ts'
 import { join } from 'node:path'
 
 export interface PlatformDeps {
@@ -97,6 +98,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     bundlesDir: deps.bundlesDir ?? join(deps.config.dataDir ?? '.service', 'bundles'),
   })
 
+  const functionCalls = { host: functions, production: deps.config.production, appOrigin: (app: App) => urls.app(app.slug) }
   const app = appEdge({
     db,
     clock,
@@ -106,7 +108,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
     jwtKey,
     sessions,
     dataApi: createDataApi({ db, schemas: createSchemaCache() }),
-    callFunction: (c, target) => callFunction({ host: functions, production: deps.config.production, appOrigin: (app) => urls.app(app.slug) }, c, target),
+    callFunction: (c, target) => callFunction(functionCalls, c, target),
+    callRoute: (c, target) => callRoute(functionCalls, c, target),
     slugOf: (request) => {
       const target = classifyHost(request.headers.get('host') ?? new URL(request.url).host, deps.config.baseUrl)
       return target.kind === 'app' ? target.slug : ''

@@ -34,7 +34,7 @@
 
 import { parseCronExpression, type CronExpression } from './expression.ts'
 import { isValidTimeZone } from './timezone.ts'
-import { resolveLocal, wallAt, wallMs } from './zone-time.ts'
+import { instantOfWallTime, wallAt, wallMs } from './zone-time.ts'
 
 /** An expression or zone the scheduler cannot evaluate, or an instant out of range. */
 export class CronScheduleError extends Error {
@@ -161,10 +161,7 @@ function compile(expression: string | CronExpression, timezone = 'UTC'): Compile
     text: typeof expression === 'string' ? expression : 'the schedule',
     nextLocal: (from, to) => fields.next(from, to),
     previousLocal: (from, to) => fields.previous(from, to),
-    instantOf(local) {
-      const resolution = resolveLocal(timezone, local)
-      return resolution.kind === 'exists' ? resolution.instants[0]! : resolution.firstValid
-    },
+    instantOf: (local) => instantOfWallTime(timezone, local),
   }
 }
 

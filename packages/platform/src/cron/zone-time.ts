@@ -83,6 +83,18 @@ export function resolveLocal(zone: string, local: number): LocalResolution {
   return { kind: 'skipped', firstValid: firstValidAfterGap(zone, local, { before, after }) }
 }
 
+/**
+ * The instant a local minute stands for under the cron rules: its only or first instance,
+ * or for a skipped minute the first valid minute after it.
+ *
+ * @example
+ * instantOfWallTime('America/New_York', wallMs(2026, 11, 1, 1, 30)) // 05:30Z (01:30 EDT, not EST)
+ */
+export function instantOfWallTime(zone: string, local: number): number {
+  const resolution = resolveLocal(zone, local)
+  return resolution.kind === 'exists' ? resolution.instants[0]! : resolution.firstValid
+}
+
 // In a gap the offset grew from `before` to `after`: the jump happened at some instant
 // in (local - after, local - before]. Binary search (on whole seconds) for the first
 // instant whose wall reading is at or past `local`, then round its wall reading up to a

@@ -38,4 +38,33 @@ describe('functionAccess', () => {
   test('bearer callers skip the same-origin check', () => {
     assert.equal(verdict({ signedIn: true, via: 'access_token', sdkHeader: undefined, origin: 'http://other.test' }), 'allowed')
   })
+
+  test('routes: GET and HEAD pass without the SDK header, whoever calls', () => {
+    for (const method of ['GET', 'HEAD']) {
+      assert.equal(verdict({ via: 'session', signedIn: true, sdkHeader: undefined, origin: 'http://evil.localhost:8787', route: { method, fetchSite: 'same-site' } }), 'allowed')
+    }
+  })
+
+  test('routes: a cookie POST, PUT, PATCH or DELETE must show it comes from the app\'s own origin', () => {
+    const session = { via: 'session', signedIn: true, sdkHeader: undefined } as const
+    for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) {
+      assert.equal(verdict({ ...session, origin: APP, route: { method, fetchSite: 'same-origin' } }), 'allowed')
+      assert.equal(verdict({ ...session, origin: undefined, route: { method, fetchSite: 'same-origin' } }), 'allowed')
+      assert.equal(verdict({ ...session, origin: APP, route: { method, fetchSite: undefined } }), 'allowed')
+      assert.equal(verdict({ ...session, origin: 'http://evil.localhost:8787', route: { method, fetchSite: 'same-site' } }), '403 FORBIDDEN')
+      assert.equal(verdict({ ...session, origin: 'http://evil.localhost:8787', route: { method, fetchSite: undefined } }), '403 FORBIDDEN')
+      assert.equal(verdict({ ...session, origin: APP, route: { method, fetchSite: 'cross-site' } }), '403 FORBIDDEN')
+      assert.equal(verdict({ ...session, origin: undefined, route: { method, fetchSite: undefined } }), '403 FORBIDDEN', 'no evidence at all')
+      assert.equal(verdict({ ...session, sdkHeader: '1', origin: undefined, route: { method, fetchSite: undefined } }), 'allowed')
+    }
+  })
+
+  test('routes: anonymous and bearer callers pass the origin check (a third party\'s webhook works)', () => {
+    const foreign = { sdkHeader: undefined, origin: 'http://evil.test', route: { method: 'POST', fetchSite: 'cross-site' } } as const
+    assert.equal(verdict({ ...foreign }), 'allowed')
+    assert.equal(verdict({ ...foreign, via: 'app_token', signedIn: true }), 'allowed')
+    assert.equal(verdict({ ...foreign, via: 'access_token', signedIn: true }), 'allowed')
+    assert.equal(verdict({ ...foreign, access: 'user' }), '401 AUTH_REQUIRED')
+    assert.equal(verdict({ ...foreign, access: 'system', via: 'app_token', signedIn: true }), '404 FUNCTION_NOT_FOUND')
+  })
 })

@@ -23,8 +23,9 @@ import type { Logger } from '../lib/logger.ts'
 import { materialiseRelease } from './bundle-files.ts'
 import { runDataCall, type DataIdentity } from './context-data.ts'
 import { writeFunctionLog } from './context-log.ts'
-import type { FunctionResult } from './failures.ts'
-import { createFunctionPool, type ContextCall, type FunctionPool, type InvocationMeta } from './pool.ts'
+import { compileRoutes, type RouteMatch, type RouteMiss, type RouteTable } from './http-routes.ts'
+import { createFunctionPool, type ContextCall, type FunctionPool, type InvocationMeta, type InvokeResult } from './pool.ts'
+import type { WireHttpRoute } from './protocol.ts'
 
 /** Where `@service/server` resolves inside a worker. */
 export const DEFAULT_SDK_ENTRY = fileURLToPath(new URL('../../../server-sdk/src/index.ts', import.meta.url))
@@ -66,8 +67,14 @@ export interface FunctionHostDeps {
 export interface FunctionHost {
   /** The active release's Function `name`, or null when the app has none by that name. */
   resolve(app: App, name: string): Promise<ResolvedFunction | null>
-  /** Runs a resolved Function for `user` (null: anonymous, or no one for a system Function). */
-  run(fn: ResolvedFunction, options: { input: unknown; user: InvocationUser | null; requestId?: string }): Promise<FunctionResult>
+  /** The active release's Function route for a request (the table is compiled once per release). */
+  route(app: App, request: { method: string; pathname: string }): Promise<({ matched: true; fn: ResolvedFunction } & RouteMatch) | RouteMiss>
+  /**
+   * Runs a resolved Function for `user` (null: anonymous, or no one for a system Function).
+   * `http`: the route facts of a route invocation (`ctx.http`); `bytes`: the caller (HTTP)
+   * takes a byte result. Without `bytes` the result is always a FunctionResult.
+   */
+  run(fn: ResolvedFunction, options: { input: unknown; user: InvocationUser | null; requestId?: string; http?: WireHttpRoute | null; bytes?: boolean }): Promise<InvokeResult>
   /** Closes every pool. */
   close(): Promise<void>
 }
@@ -82,6 +89,8 @@ const MAX_CACHED_RELEASES = 256
  */
 export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
   const declarations = new Map<string, Promise<Map<string, FunctionDeclaration>>>()
+  /** Route tables by the declarations they were compiled from, so one release compiles once. */
+  const routeTables = new WeakMap<Map<string, FunctionDeclaration>, RouteTable>()
   const pools = new Map<string, { appId: string; releaseId: string; pool: Promise<FunctionPool<HostMeta>> }>()
   const activeRelease = new Map<string, string>()
   /** An app's production namespace, per release (deploy creates it; it never changes after). */
@@ -171,6 +180,17 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
       return declaration === undefined ? null : { app, releaseId: app.activeReleaseId, declaration }
     },
 
+    async route(app, request) {
+      if (app.activeReleaseId === null) return { matched: false, methods: [] }
+      const byName = await declarationsOf(app.activeReleaseId)
+      let table = routeTables.get(byName)
+      if (table === undefined) routeTables.set(byName, (table = compileRoutes(byName.values())))
+      const match = table.match(request.method, request.pathname)
+      if (!match.matched) return match
+      retireOlderPools(app.id, app.activeReleaseId)
+      return { ...match, fn: { app, releaseId: app.activeReleaseId, declaration: match.declaration } }
+    },
+
     async run(fn, options) {
       if (closed) return { ok: false, error: { kind: 'crashed', message: 'the Functions host is closed' } }
       const system = fn.declaration.access === 'system'
@@ -188,7 +208,7 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
         environment: 'production',
         user: user ? { id: user.id } : null,
         job: null,
-        http: null,
+        http: options.http ?? null,
         appId: fn.app.id,
         releaseId: fn.releaseId,
         functionName: fn.declaration.name,
@@ -196,7 +216,13 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
         identity,
       }
       const pool = await poolFor(meta)
-      return await pool.invoke({ entrypoint: fn.declaration.entrypoint, input: options.input, meta, timeoutMs: fn.declaration.timeoutSeconds * 1000 })
+      return await pool.invoke({
+        entrypoint: fn.declaration.entrypoint,
+        input: options.input,
+        meta,
+        timeoutMs: fn.declaration.timeoutSeconds * 1000,
+        ...(options.bytes === true ? { bytes: true } : {}),
+      })
     },
 
     async close() {

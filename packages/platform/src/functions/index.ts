@@ -11,10 +11,12 @@ export {
   type FunctionPoolOptions,
   type InvocationMeta,
   type InvokeRequest,
+  type InvokeResult,
+  type ByteResult,
   type WarmResult,
 } from './pool.ts'
 export { failureResponse, type FailureResponse, type FunctionFailure, type FunctionFailureKind, type FunctionResult } from './failures.ts'
 export { DENIED_IPV4_RANGES, DENIED_IPV6_ADDRESSES } from './sandbox.ts'
 export { resolveDenoBinary } from './deno-binary.ts'
 export { createFunctionHost, type FunctionHost } from './host.ts'
-export { callFunction } from './routes.ts'
+export { callFunction, callRoute } from './routes.ts'

@@ -19,6 +19,13 @@
  * Timeouts cover the wait in the queue and the run. An invocation past its timeout fails
  * with `timeout`; if it was running, its worker is killed (a Function may be stuck in a
  * loop), which fails the worker's other invocations with `crashed`.
+ *
+ * Byte results (`bytes: true`, for HTTP callers; see protocol.ts): `invoke` resolves at
+ * the worker's `head` with a `ReadableStream` whose every read pulls one piece from the
+ * worker, so the worker produces only as fast as the HTTP response is read (at most
+ * BYTE_RESULT_BUFFER pieces wait here). The invocation stays running (capability,
+ * concurrency slot and timeout) until the stream ends; a timeout or crash then errors the
+ * stream, and cancelling the stream cancels the Function's.
  */
 import { randomBytes, randomUUID } from 'node:crypto'
 import { mkdirSync, readdirSync, realpathSync } from 'node:fs'
@@ -29,7 +36,7 @@ import { decodeBytes, encodeBytes } from './bytes.ts'
 import { resolveDenoBinary } from './deno-binary.ts'
 import { entrypointProblem } from './entrypoint.ts'
 import type { FunctionFailure, FunctionResult } from './failures.ts'
-import type { CallMessage, WireCallError, WireFailure, WireHttpRoute, WireIntegration, WireMeta, WorkerMessage } from './protocol.ts'
+import type { CallMessage, ChunkMessage, HeadMessage, WireCallError, WireFailure, WireHttpRoute, WireIntegration, WireMeta, WorkerMessage } from './protocol.ts'
 import { workerCommand } from './sandbox.ts'
 import { startWorkerProcess, type WorkerProcess } from './worker-process.ts'
 
@@ -99,6 +106,29 @@ export interface InvokeRequest<Meta extends InvocationMeta = InvocationMeta> {
   readonly meta: Meta
   /** Overrides the pool's default timeout. */
   readonly timeoutMs?: number
+  /** The caller takes a byte result (an HTTP call): the Function may return a Response, a ReadableStream or bytes. */
+  readonly bytes?: boolean
+}
+
+/** Bytes a Function returned for an HTTP caller; headers are as the Function set them (unfiltered). */
+export interface ByteResult {
+  readonly status: number
+  readonly headers: ReadonlyArray<readonly [string, string]>
+  /** Read it to the end or cancel it: the invocation runs until then. */
+  readonly body: ReadableStream<Uint8Array>
+}
+
+/** A FunctionResult, or (for `bytes: true` requests) bytes, with `value` null. */
+export type InvokeResult = FunctionResult | { readonly ok: true; readonly value: null; readonly bytes: ByteResult }
+
+/** The failure a byte result's stream errors with when the invocation breaks off after the first byte. */
+export class ByteResultError extends Error {
+  override readonly name = 'ByteResultError'
+  readonly failure: FunctionFailure
+  constructor(failure: FunctionFailure) {
+    super(failure.message)
+    this.failure = failure
+  }
 }
 
 export type WarmResult =
@@ -107,7 +137,7 @@ export type WarmResult =
 
 export interface FunctionPool<Meta extends InvocationMeta = InvocationMeta> {
   /** Runs a Function; resolves with its value or a typed failure, never rejects. */
-  invoke(request: InvokeRequest<Meta>): Promise<FunctionResult>
+  invoke(request: InvokeRequest<Meta>): Promise<InvokeResult>
   /** Starts every worker and imports `entrypoints` in each; reports each module's import. */
   warm(entrypoints?: readonly string[]): Promise<WarmResult[]>
   /** Kills every worker; running and queued invocations fail with `crashed`. */
@@ -118,17 +148,28 @@ const DEFAULT_CONCURRENCY = 16
 const DEFAULT_TIMEOUT_MS = 30_000
 const DEFAULT_MAX_MESSAGE_CHARS = 64 * 1024 * 1024
 const ERROR_CODE = /^[A-Z][A-Z0-9_]*$/
+/** Pieces of a byte result read ahead of its reader (each at most BYTE_CHUNK_BYTES). */
+const BYTE_RESULT_BUFFER = 4
 
 interface Invocation<Meta extends InvocationMeta> {
   readonly id: string
   readonly request: InvokeRequest<Meta>
-  readonly resolve: (result: FunctionResult) => void
+  readonly resolve: (result: InvokeResult) => void
   state: 'queued' | 'running' | 'done'
   timer: ReturnType<typeof setTimeout> | undefined
   worker: Worker<Meta> | undefined
   capability: string | undefined
   /** Made on the first context call (most invocations make none; an abort costs a DOMException). */
   abort: AbortController | undefined
+  /** Set at `head` when the Function returned bytes. */
+  bytes: ByteSink | undefined
+}
+
+interface ByteSink {
+  controller: ReadableStreamDefaultController<Uint8Array> | undefined
+  /** Settles the stream's pending `pull` when a piece (or the end) arrives. */
+  waiting: (() => void) | undefined
+  cancelled: boolean
 }
 
 interface Worker<Meta extends InvocationMeta> {
@@ -275,6 +316,7 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
         entrypoint: invocation.request.entrypoint,
         input: invocation.request.input,
         meta: wireMeta(invocation.request.meta),
+        ...(invocation.request.bytes === true ? { bytes: true } : {}),
       })
     } catch (error) {
       finish(invocation, failed({ kind: 'unknown', message: `the invocation could not be sent to the worker: ${messageOf(error)}` }))
@@ -292,8 +334,68 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
       if (invocation.capability !== undefined) worker.capabilities.delete(invocation.capability)
     }
     invocation.abort?.abort()
+    if (invocation.bytes !== undefined) endBytes(invocation.bytes, result)
     invocation.resolve(result)
     if (wasRunning) schedulePump()
+  }
+
+  /** Closes (or, on a failure, errors) a byte result's stream when its invocation ends. */
+  function endBytes(sink: ByteSink, result: FunctionResult): void {
+    if (!sink.cancelled && sink.controller !== undefined) {
+      try {
+        if (result.ok) sink.controller.close()
+        else sink.controller.error(new ByteResultError(result.error))
+      } catch {
+        // Already closed by its reader.
+      }
+    }
+    sink.waiting?.()
+    sink.waiting = undefined
+  }
+
+  function onHead(worker: Worker<Meta>, message: HeadMessage): void {
+    const invocation = worker.running.get(message.id)
+    if (invocation === undefined || invocation.bytes !== undefined || invocation.request.bytes !== true) {
+      worker.process.kill('the worker sent a byte result nobody asked for')
+      return
+    }
+    const sink: ByteSink = { controller: undefined, waiting: undefined, cancelled: false }
+    invocation.bytes = sink
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        sink.controller = controller
+      },
+      pull() {
+        if (invocation.state === 'done') return
+        return new Promise<void>((resolve) => {
+          sink.waiting = resolve
+          worker.process.send({ type: 'pull', id: invocation.id })
+        })
+      },
+      cancel() {
+        sink.cancelled = true
+        if (invocation.state === 'done') return
+        worker.process.send({ type: 'cancel', id: invocation.id })
+        finish(invocation, { ok: true, value: null })
+      },
+    }, { highWaterMark: BYTE_RESULT_BUFFER })
+    const headers = Array.isArray(message.headers)
+      ? message.headers.filter((entry): entry is [string, string] => Array.isArray(entry) && typeof entry[0] === 'string' && typeof entry[1] === 'string')
+      : []
+    const status = Number.isInteger(message.status) && message.status >= 200 && message.status <= 599 ? message.status : 200
+    invocation.resolve({ ok: true, value: null, bytes: { status, headers, body } })
+  }
+
+  function onChunk(worker: Worker<Meta>, message: ChunkMessage): void {
+    const invocation = worker.running.get(message.id)
+    const sink = invocation?.bytes
+    if (sink === undefined || typeof message.data !== 'string') {
+      if (invocation !== undefined) worker.process.kill('the worker sent a chunk outside a byte result')
+      return // a late piece of a byte result its reader cancelled
+    }
+    if (!sink.cancelled) sink.controller?.enqueue(new Uint8Array(Buffer.from(message.data, 'base64')))
+    sink.waiting?.()
+    sink.waiting = undefined
   }
 
   function timeOut(invocation: Invocation<Meta>, timeoutMs: number): void {
@@ -330,6 +432,12 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
         settle?.(message.ok ? null : checkedFailure(message.error))
         return
       }
+      case 'head':
+        onHead(worker, message)
+        return
+      case 'chunk':
+        onChunk(worker, message)
+        return
     }
   }
 
@@ -423,7 +531,7 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
       const problem = checkEntrypoint(request.entrypoint)
       if (problem !== null) return Promise.resolve(failed({ kind: 'import', message: problem }))
       const timeoutMs = request.timeoutMs ?? defaultTimeoutMs
-      return new Promise<FunctionResult>((resolve) => {
+      return new Promise<InvokeResult>((resolve) => {
         const invocation: Invocation<Meta> = {
           id: randomUUID(),
           request,
@@ -433,6 +541,7 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
           worker: undefined,
           capability: undefined,
           abort: undefined,
+          bytes: undefined,
         }
         invocation.timer = setTimeout(() => timeOut(invocation, timeoutMs), timeoutMs)
         queue.push(invocation)

@@ -10,11 +10,15 @@
  *   invoke  { type, id, capability, entrypoint, input, meta }   run a Function
  *   reply   { type, id, ok: true, value } | { type, id, ok: false, error }   answer a call
  *   load    { type, id, entrypoint }                             import only (warm-up)
+ *   pull    { type, id }                                         send the next piece of a byte result
+ *   cancel  { type, id }                                         the reader of a byte result went away
  * Worker to platform:
  *   ready   { type, pid, deno }                                  the worker is listening
  *   result  { type, id, ok: true, value } | { type, id, ok: false, error }   an invoke ended
  *   call    { type, id, invocationId, capability, member, method, args }   a context call
  *   loaded  { type, id, ok, error? }                             a load ended
+ *   head    { type, id, status, headers }                        an invoke returned bytes (see below)
+ *   chunk   { type, id, data }                                   one piece of them, answering a pull
  *
  * Ids: `invoke`/`result` and `load`/`loaded` share the platform's id; `call`/`reply`
  * share the worker's id. The `capability` of an invoke is a random token; the worker
@@ -26,6 +30,15 @@
  * Bytes (`files.upload` data, `files.download` results, image attachments) cannot travel
  * as JSON, so inside call `args` and reply `value`s a `Uint8Array` is sent as the
  * one-key object `{ "$service.bytes": "<base64>" }`. Function results are plain JSON.
+ *
+ * Byte results. An invoke with `bytes: true` (an HTTP call) lets a Function return bytes
+ * instead of JSON: a `Response`, a `ReadableStream` of `Uint8Array` or string chunks, or a
+ * `Uint8Array`. The worker reads the first piece before it answers, so a failure before
+ * the first byte is an ordinary failed `result`. Then it sends `head`, and one `chunk`
+ * (base64, at most BYTE_CHUNK_BYTES decoded) per `pull` from the platform, which pulls only
+ * as fast as its reader reads: that is the backpressure. A `result` ends the byte result
+ * (ok: the stream is complete; failed: it broke off). The invocation, its capability and
+ * its timeout last until that `result`, or until the platform sends `cancel`.
  */
 
 /** The key of the one-key object that carries bytes in call args and reply values. */
@@ -65,7 +78,12 @@ export interface InvokeMessage {
   readonly entrypoint: string
   readonly input: unknown
   readonly meta: WireMeta
+  /** The caller takes a byte result (an HTTP call); otherwise returning bytes is an invalid return. */
+  readonly bytes?: boolean
 }
+
+/** Most decoded bytes in one `chunk`; the worker splits larger pieces. */
+export const BYTE_CHUNK_BYTES = 64 * 1024
 
 export interface LoadMessage {
   readonly type: 'load'
@@ -85,7 +103,17 @@ export type ReplyMessage =
   | { readonly type: 'reply'; readonly id: string; readonly ok: true; readonly value: unknown }
   | { readonly type: 'reply'; readonly id: string; readonly ok: false; readonly error: WireCallError }
 
-export type PlatformMessage = InvokeMessage | LoadMessage | ReplyMessage
+export interface PullMessage {
+  readonly type: 'pull'
+  readonly id: string
+}
+
+export interface CancelMessage {
+  readonly type: 'cancel'
+  readonly id: string
+}
+
+export type PlatformMessage = InvokeMessage | LoadMessage | ReplyMessage | PullMessage | CancelMessage
 
 /** Why a Function failed, as the worker reports it. */
 export type WireFailure =
@@ -128,4 +156,19 @@ export type LoadedMessage =
   | { readonly type: 'loaded'; readonly id: string; readonly ok: true }
   | { readonly type: 'loaded'; readonly id: string; readonly ok: false; readonly error: WireFailure }
 
-export type WorkerMessage = ReadyMessage | ResultMessage | CallMessage | LoadedMessage
+/** The start of a byte result: status and headers as the Function gave them (the platform filters them). */
+export interface HeadMessage {
+  readonly type: 'head'
+  readonly id: string
+  readonly status: number
+  readonly headers: ReadonlyArray<readonly [string, string]>
+}
+
+export interface ChunkMessage {
+  readonly type: 'chunk'
+  readonly id: string
+  /** Base64 of at most BYTE_CHUNK_BYTES bytes. */
+  readonly data: string
+}
+
+export type WorkerMessage = ReadyMessage | ResultMessage | CallMessage | LoadedMessage | HeadMessage | ChunkMessage

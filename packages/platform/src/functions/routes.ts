@@ -1,6 +1,16 @@
 /**
- * `POST {app_url}/_service/functions/<name>`: the JSON body (at most 1 MiB) is the input,
- * and the Function's value is the JSON response body. Errors use the platform's shape
+ * Functions over HTTP, the two surfaces:
+ * - `POST {app_url}/_service/functions/<name>` (the browser SDK): the JSON body (at most
+ *   1 MiB) is the input. `ctx.http` is null: spec 2.10 fills it for route calls only.
+ * - Function routes (schema 3, SDK 2.3.0): a request whose method and path match a route
+ *   of the active release. GET and HEAD take `{}` as input (the body is not read); other
+ *   methods take the JSON body. `ctx.http` carries the method, pathname, decoded path
+ *   parameters and the query string. HEAD runs the handler and answers its status and
+ *   headers without a body.
+ * A returned JSON value is the response body (200, application/json). A Function may
+ * instead return bytes (a `Response`, a `ReadableStream` or a `Uint8Array`): they stream to
+ * the client as the Function produces them, with the Response's status and the headers in
+ * RESPONSE_HEADERS, marked `x-service-stream: 1`. Errors use the platform's shape
  * `{ error: { code, message, details? } }` with the typed status; failures that are not a
  * typed ServiceError are generic in production and detailed in development.
  */
@@ -8,9 +18,23 @@ import type { Context } from 'hono'
 import type { App } from '../apps/apps.ts'
 import { functionAccess, notFound, type CallerVia } from './access.ts'
 import { failureResponse } from './failures.ts'
-import type { FunctionHost, InvocationUser } from './host.ts'
+import type { FunctionHost, InvocationUser, ResolvedFunction } from './host.ts'
+import type { ByteResult, InvokeResult } from './pool.ts'
+import type { WireHttpRoute } from './protocol.ts'
 
 export const MAX_INPUT_BYTES = 1024 * 1024
+
+/** Marks a byte result, so the browser SDK tells it from a JSON value or error. */
+export const STREAM_HEADER = 'x-service-stream'
+
+/**
+ * The response headers a Function's `Response` may set; others are dropped. No
+ * `set-cookie` (the app session cookie is the platform's), no hop-by-hop or length headers.
+ */
+const RESPONSE_HEADERS = new Set([
+  'content-type', 'content-disposition', 'content-language', 'cache-control', 'etag', 'last-modified',
+  'expires', 'vary', 'location', 'retry-after', 'link',
+])
 
 export interface FunctionCallDeps {
   readonly host: FunctionHost
@@ -23,8 +47,8 @@ export interface FunctionCaller {
   readonly via: CallerVia
 }
 
-function errorJson(c: Context, status: number, error: { code: string; message: string; details?: unknown }): Response {
-  return c.json({ error }, status as 400)
+function errorJson(c: Context, status: number, error: { code: string; message: string; details?: unknown }, headers: Record<string, string> = {}): Response {
+  return c.json({ error }, status as 400, headers)
 }
 
 /**
@@ -35,7 +59,7 @@ function errorJson(c: Context, status: number, error: { code: string; message: s
  */
 export async function callFunction(deps: FunctionCallDeps, c: Context, target: { app: App; caller: FunctionCaller; name: string }): Promise<Response> {
   const { app, caller, name } = target
-  if (c.req.method !== 'POST') return errorJson(c, 405, { code: 'METHOD_NOT_ALLOWED', message: 'call a Function with POST' })
+  if (c.req.method !== 'POST') return errorJson(c, 405, { code: 'METHOD_NOT_ALLOWED', message: 'call a Function with POST' }, { allow: 'POST' })
   const fn = await deps.host.resolve(app, name)
   if (fn === null) {
     const { status, code, message } = notFound(name)
@@ -53,12 +77,87 @@ export async function callFunction(deps: FunctionCallDeps, c: Context, target: {
 
   const input = await readInput(c.req.raw)
   if (!input.ok) return errorJson(c, input.status, input.error)
-  const result = await deps.host.run(fn, { input: input.value, user: caller.user })
+  return await invoke(deps, c, { fn, input: input.value, user: caller.user, http: null })
+}
+
+/**
+ * Runs the Function route the request matches, if any: null sends the request on to the
+ * frontend. A path that routes only other methods answers 405 for a method the frontend
+ * does not serve either (anything but GET and HEAD).
+ *
+ * @example
+ * edge.all('*', async (c) => (await callRoute(deps, c, { app, caller })) ?? frontend.serve(...))
+ */
+export async function callRoute(deps: FunctionCallDeps, c: Context, target: { app: App; caller: FunctionCaller }): Promise<Response | null> {
+  const { app, caller } = target
+  const method = c.req.method
+  const url = new URL(c.req.url)
+  const found = await deps.host.route(app, { method, pathname: url.pathname })
+  if (!found.matched) {
+    if (found.methods.length === 0 || method === 'GET' || method === 'HEAD') return null
+    const allow = [...new Set([...found.methods, 'GET', 'HEAD'])].join(', ')
+    return errorJson(c, 405, { code: 'METHOD_NOT_ALLOWED', message: `${url.pathname} answers ${allow}` }, { allow })
+  }
+  const head = method === 'HEAD'
+  const verdict = functionAccess({
+    access: found.fn.declaration.access,
+    signedIn: caller.user !== null,
+    via: caller.via,
+    origin: c.req.header('origin'),
+    sdkHeader: c.req.header('x-service-sdk'),
+    appOrigin: deps.appOrigin(app),
+    route: { method, fetchSite: c.req.header('sec-fetch-site') },
+  }, found.fn.declaration.name)
+  if (!verdict.allowed) return withoutBody(errorJson(c, verdict.status, { code: verdict.code, message: verdict.message }), head)
+
+  let input: unknown = {}
+  if (method !== 'GET' && !head) {
+    const read = await readInput(c.req.raw)
+    if (!read.ok) return errorJson(c, read.status, read.error)
+    input = read.value
+  }
+  const http: WireHttpRoute = { method, pathname: url.pathname, params: found.params, query: url.search.slice(1) }
+  return withoutBody(await invoke(deps, c, { fn: found.fn, input, user: caller.user, http }), head)
+}
+
+async function invoke(
+  deps: FunctionCallDeps,
+  c: Context,
+  call: { fn: ResolvedFunction; input: unknown; user: InvocationUser | null; http: WireHttpRoute | null },
+): Promise<Response> {
+  const result: InvokeResult = await deps.host.run(call.fn, { input: call.input, user: call.user, http: call.http, bytes: true })
   if (result.ok) {
+    if ('bytes' in result) return byteResponse(result.bytes)
     return new Response(JSON.stringify(result.value ?? null), { status: 200, headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' } })
   }
   const { status, body } = failureResponse(result.error, { environment: deps.production ? 'production' : 'development' })
   return c.json(body, status as 400, { 'cache-control': 'no-store' })
+}
+
+/** A Function's bytes as the HTTP response, streamed as read; headers outside RESPONSE_HEADERS are dropped. */
+function byteResponse(bytes: ByteResult): Response {
+  const headers = new Headers({ [STREAM_HEADER]: '1', 'x-content-type-options': 'nosniff' })
+  for (const [name, value] of bytes.headers) {
+    if (RESPONSE_HEADERS.has(name.toLowerCase())) headers.append(name, value)
+  }
+  if (!headers.has('cache-control')) headers.set('cache-control', 'no-store')
+  const empty = bytes.status === 204 || bytes.status === 205 || bytes.status === 304
+  if (empty) void bytes.body.cancel()
+  return new Response(empty ? null : bytes.body, { status: bytes.status, headers })
+}
+
+/** A HEAD answer: the same status and headers, no bytes (a byte result's stream is cancelled). */
+async function withoutBodyAsync(response: Response): Promise<Response> {
+  const headers = new Headers(response.headers)
+  if (response.body !== null) {
+    if (response.headers.has(STREAM_HEADER)) await response.body.cancel()
+    else headers.set('content-length', String((await response.arrayBuffer()).byteLength))
+  }
+  return new Response(null, { status: response.status, headers })
+}
+
+function withoutBody(response: Response, head: boolean): Response | Promise<Response> {
+  return head ? withoutBodyAsync(response) : response
 }
 
 type ReadInput =

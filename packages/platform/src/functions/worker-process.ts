@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process'
 import { BYTES_TAG, type PlatformMessage, type WorkerMessage } from './protocol.ts'
 
-const MESSAGE_TYPES = new Set(['ready', 'result', 'call', 'loaded'])
+const MESSAGE_TYPES = new Set(['ready', 'result', 'call', 'loaded', 'head', 'chunk'])
 
 export interface WorkerProcessOptions {
   readonly denoPath: string

@@ -43,6 +43,8 @@ export interface EdgeDeps {
   dataApi: DataApi
   slugOf: (request: Request) => string
   callFunction: (c: Context, target: { app: App; caller: Caller; name: string }) => Promise<Response>
+  /** The active release's Function route for the request, or null (then the frontend answers). */
+  callRoute: (c: Context, target: { app: App; caller: Caller }) => Promise<Response | null>
 }
 
 function wantsPage(c: Context): boolean {
@@ -200,6 +202,9 @@ export function appEdge(deps: EdgeDeps) {
   })
   edge.all('*', async (c) => {
     const app = c.var.app
+    // Function routes come after admission and the platform's own paths, before the frontend.
+    const routed = await deps.callRoute(c, { app, caller: c.var.caller })
+    if (routed !== null) return routed
     if (!app.activeReleaseId) throw new ServiceError('APP_NOT_DEPLOYED', `${app.slug} has no release yet; deploy one first`)
     return deps.frontend.serve(app.activeReleaseId, c.req.raw)
   })

@@ -41,6 +41,7 @@ import {
 } from '@service/server'
 import { entrypointProblem } from '../entrypoint.ts'
 import {
+  BYTE_CHUNK_BYTES,
   BYTES_TAG,
   type InvokeMessage,
   type LoadMessage,
@@ -219,6 +220,21 @@ async function runInvocation(message: InvokeMessage): Promise<void> {
     send({ type: 'result', id: message.id, ok: false, error: thrownFailure(error) })
     return
   }
+  if (isByteResult(value)) {
+    if (message.bytes === true) {
+      await startByteResult(invocation, value)
+      return
+    }
+    invocation.ended = true
+    cancelQuietly(value)
+    send({
+      type: 'result',
+      id: message.id,
+      ok: false,
+      error: { kind: 'invalid_return', message: `the Function returned ${byteResultName(value)}; bytes reach HTTP callers only, other invocations take JSON` },
+    })
+    return
+  }
   invocation.ended = true
   const returned = value === undefined ? null : value
   const problem = jsonProblem(returned, 'the returned value', [])
@@ -318,6 +334,148 @@ function jsonProblem(value: unknown, path: string, ancestors: object[]): string 
   } finally {
     ancestors.pop()
   }
+}
+
+// ---- Byte results (see ../protocol.ts) ----
+
+type ByteResultValue = Response | ReadableStream<unknown> | ArrayBufferView | ArrayBuffer
+
+/** A byte result being sent: what is left of the current piece, and the Function's reader. */
+interface ByteStream {
+  readonly invocation: Invocation
+  readonly reader: ReadableStreamDefaultReader<unknown> | null
+  pending: Uint8Array
+  finished: boolean
+  /** Pulls run one after another (the platform sends one at a time; this keeps it so). */
+  queue: Promise<void>
+}
+
+const byteStreams = new Map<string, ByteStream>()
+
+function isByteResult(value: unknown): value is ByteResultValue {
+  return value instanceof Response || value instanceof ReadableStream || ArrayBuffer.isView(value) || value instanceof ArrayBuffer
+}
+
+function byteResultName(value: ByteResultValue): string {
+  if (value instanceof Response) return 'a Response'
+  if (value instanceof ReadableStream) return 'a ReadableStream'
+  return 'bytes'
+}
+
+function cancelQuietly(value: ByteResultValue): void {
+  const body = value instanceof Response ? value.body : value instanceof ReadableStream ? value : null
+  body?.cancel().catch(() => {})
+}
+
+/** A chunk of a Function's stream as bytes: Uint8Array (or another view, or ArrayBuffer) or a string (UTF-8). */
+function chunkBytes(chunk: unknown): Uint8Array {
+  if (chunk instanceof Uint8Array) return chunk
+  if (typeof chunk === 'string') return encoder.encode(chunk)
+  if (ArrayBuffer.isView(chunk)) return new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+  if (chunk instanceof ArrayBuffer) return new Uint8Array(chunk)
+  throw new TypeError(`a chunk of the returned stream is ${chunk === null ? 'null' : typeof chunk}; a byte stream carries Uint8Array or string chunks`)
+}
+
+/** Reads until there is a byte to send or the stream ends; true when there is one. */
+async function fill(stream: ByteStream): Promise<boolean> {
+  while (stream.pending.byteLength === 0) {
+    if (stream.finished || stream.reader === null) return false
+    const { value, done } = await stream.reader.read()
+    if (done) stream.finished = true
+    else stream.pending = chunkBytes(value)
+  }
+  return true
+}
+
+/**
+ * Answers an invoke whose Function returned bytes: reads the first piece (a failure here is
+ * an ordinary failed result), then sends the head. Pieces follow one per `pull`.
+ */
+async function startByteResult(invocation: Invocation, value: ByteResultValue): Promise<void> {
+  let status = 200
+  const headers: Array<[string, string]> = []
+  let body: ReadableStream<unknown> | null
+  if (value instanceof Response) {
+    if (value.type === 'error' || value.status < 200) {
+      invocation.ended = true
+      send({ type: 'result', id: invocation.id, ok: false, error: { kind: 'invalid_return', message: 'the Function returned a network-error Response' } })
+      return
+    }
+    status = value.status
+    for (const [name, headerValue] of value.headers) headers.push([name, headerValue])
+    body = value.body
+  } else if (value instanceof ReadableStream) {
+    body = value
+  } else {
+    const bytes = chunkBytes(value)
+    body = new ReadableStream({ start: (controller) => { controller.enqueue(bytes); controller.close() } })
+  }
+  const stream: ByteStream = { invocation, reader: body?.getReader() ?? null, pending: new Uint8Array(0), finished: false, queue: Promise.resolve() }
+  let firstIsText = false
+  try {
+    if (stream.reader !== null && !stream.finished) {
+      const { value: first, done } = await stream.reader.read()
+      if (done) stream.finished = true
+      else {
+        firstIsText = typeof first === 'string'
+        stream.pending = chunkBytes(first)
+      }
+      await fill(stream)
+    }
+  } catch (error) {
+    invocation.ended = true
+    stream.reader?.cancel().catch(() => {})
+    const failure = error instanceof TypeError && error.message.includes('a byte stream carries')
+      ? { kind: 'invalid_return' as const, message: error.message }
+      : thrownFailure(error)
+    send({ type: 'result', id: invocation.id, ok: false, error: failure })
+    return
+  }
+  if (!headers.some(([name]) => name === 'content-type')) {
+    headers.push(['content-type', firstIsText ? 'text/plain; charset=utf-8' : 'application/octet-stream'])
+  }
+  byteStreams.set(invocation.id, stream)
+  send({ type: 'head', id: invocation.id, status, headers })
+}
+
+/** Sends the next piece of a byte result, or ends it. */
+function pullByteResult(id: string): void {
+  const stream = byteStreams.get(id)
+  if (stream === undefined) return
+  stream.queue = stream.queue.then(async () => {
+    if (stream.invocation.ended) return
+    let more: boolean
+    try {
+      more = await fill(stream)
+    } catch (error) {
+      endByteResult(stream)
+      const failure = error instanceof TypeError && error.message.includes('a byte stream carries')
+        ? { kind: 'invalid_return' as const, message: error.message }
+        : thrownFailure(error)
+      send({ type: 'result', id, ok: false, error: failure })
+      return
+    }
+    if (!more) {
+      endByteResult(stream)
+      send({ type: 'result', id, ok: true, value: null })
+      return
+    }
+    const piece = stream.pending.subarray(0, BYTE_CHUNK_BYTES)
+    stream.pending = stream.pending.subarray(piece.byteLength)
+    send({ type: 'chunk', id, data: (piece as Base64Bytes).toBase64() })
+  })
+}
+
+function cancelByteResult(id: string): void {
+  const stream = byteStreams.get(id)
+  if (stream === undefined) return
+  endByteResult(stream)
+  stream.reader?.cancel().catch(() => {})
+}
+
+function endByteResult(stream: ByteStream): void {
+  stream.invocation.ended = true
+  byteStreams.delete(stream.invocation.id)
 }
 
 // ---- The context ----
@@ -572,6 +730,12 @@ function handleLine(line: string): void {
       return
     case 'load':
       void runLoad(message)
+      return
+    case 'pull':
+      pullByteResult(message.id)
+      return
+    case 'cancel':
+      cancelByteResult(message.id)
       return
     default:
       diagnostic('[functions worker] ignored an unknown message from the platform')
