@@ -9,7 +9,7 @@ import type { Clock } from './lib/clock.ts'
 import type { Logger } from './lib/logger.ts'
 import { deriveKey } from './lib/master-key.ts'
 import { appRoutes } from './apps/routes.ts'
-import type { App } from './apps/apps.ts'
+import { createAppDirectory, type App } from './apps/apps.ts'
 import { deployRoutes } from './deploy/routes.ts'
 import { createMailer, devMailRoutes, type Mailer } from './email/index.ts'
 import { createFrontend } from './frontend/serve.ts'
@@ -20,6 +20,7 @@ import { createHttpApp } from './http/server.ts'
 import type { AppSessionDeps } from './identity/app-sessions.ts'
 import { appTokenPages } from './identity/app-token-pages.ts'
 import { appTokenRequestRoutes, appTokenRoutes } from './identity/app-token-routes.ts'
+import { createAppTokenVerifier } from './identity/app-tokens.ts'
 import { authRoutes } from './identity/auth-routes.ts'
 import { cliLoginPages, cliLoginRoutes, meTokenRoutes } from './identity/cli-login.ts'
 import { grantRoutes } from './identity/grant-routes.ts'
@@ -53,7 +54,12 @@ export interface Platform {
   urls: ReturnType<typeof hostUrls>
   /** The Functions runtime (jobs and cron run Functions through it in-process). */
   functions: FunctionHost
-  /** Stops every Functions worker. */
+  /**
+   * Resolves once the app edge's caches listen for change notices; they start on first use
+   * otherwise, and read through until then.
+   */
+  ready(): Promise<void>
+  /** Stops every Functions worker and the edge caches' change subscriptions. */
   close(): Promise<void>
 }
 
@@ -99,9 +105,14 @@ export function createPlatform(deps: PlatformDeps): Platform {
   })
 
   const functionCalls = { host: functions, production: deps.config.production, appOrigin: (app: App) => urls.app(app.slug) }
+  // Both listen for change notices from their first use until close().
+  const appDirectory = createAppDirectory({ db, clock })
+  const appTokens = createAppTokenVerifier({ db, clock })
   const app = appEdge({
     db,
     clock,
+    apps: appDirectory,
+    appTokens,
     frontend: createFrontend({ db }),
     urls,
     cookies,
@@ -117,5 +128,15 @@ export function createPlatform(deps: PlatformDeps): Platform {
   })
 
   const http = createHttpApp({ baseUrl: deps.config.baseUrl, hosts: { base, auth, app }, logger, production: deps.config.production })
-  return { fetch: async (request) => http.fetch(request), urls, functions, close: () => functions.close() }
+  return {
+    fetch: async (request) => http.fetch(request),
+    urls,
+    functions,
+    ready: async () => {
+      await Promise.all([appDirectory.listening(), appTokens.listening()])
+    },
+    close: async () => {
+      await Promise.all([functions.close(), appDirectory.close(), appTokens.close()])
+    },
+  }
 }

@@ -28,7 +28,7 @@ export interface Harness {
   close(): Promise<void>
 }
 
-export async function startHarness(existing?: TestDb, overrides: Partial<Pick<PlatformDeps, 'mailer' | 'sessions'>> & { registration?: boolean; baseUrl?: string } = {}): Promise<Harness> {
+export async function startHarness(existing?: TestDb, overrides: Partial<Pick<PlatformDeps, 'mailer' | 'sessions' | 'logger'>> & { registration?: boolean; baseUrl?: string } = {}): Promise<Harness> {
   const t = existing ?? (await createTestDb())
   const clock = new ManualClock('2026-11-21T12:00:00Z')
   const operatorKey = newSecret('svc_operator_')
@@ -41,7 +41,7 @@ export async function startHarness(existing?: TestDb, overrides: Partial<Pick<Pl
     ...(overrides.sessions ? { sessions: overrides.sessions } : {}),
     db: t.db,
     clock,
-    logger: silentLogger,
+    logger: overrides.logger ?? silentLogger,
     operatorKey,
   })
   const base = new URL(overrides.baseUrl ?? BASE)

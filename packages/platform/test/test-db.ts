@@ -17,6 +17,8 @@ const CACHE_DIR = new URL('../../../.tmp/', import.meta.url).pathname
 
 export interface TestDb {
   db: Db
+  /** On PostgreSQL: the test database's URL, to open a second pool as another process would. */
+  url?: string
   /** Closes the database and removes everything the test created. */
   cleanup(): Promise<void>
 }
@@ -48,6 +50,7 @@ async function postgresDatabase(adminUrl: string): Promise<TestDb> {
   await migratePlatform(db)
   return {
     db,
+    url: url.toString(),
     async cleanup() {
       const prefixes = await db
         .query<{ role_prefix: string }>('select role_prefix from platform.namespaces')

@@ -3,8 +3,10 @@
  * organisation, a status and the release that serves. Owners see and manage their own apps;
  * an app someone may not see answers exactly like one that does not exist.
  */
-import { first, type Queryable } from '../db/db.ts'
+import { first, type Db, type Queryable } from '../db/db.ts'
+import type { Clock } from '../lib/clock.ts'
 import { ServiceError } from '../lib/errors.ts'
+import { createNotifiedCache } from '../lib/notified-cache.ts'
 import type { User } from '../identity/users.ts'
 
 export type Visibility = 'public' | 'private'
@@ -122,7 +124,34 @@ export async function getOwnedApp(db: Queryable, user: User, idOrSlug: string): 
 
 export async function findAppBySlug(db: Queryable, slug: string): Promise<App | null> {
   const row = await first<AppRow>(db, `select ${APP_COLUMNS} from platform.apps where slug = $1`, [slug])
-  return row ? fromRow(row) : null
+  return row ? Object.freeze(fromRow(row)) : null
+}
+
+/**
+ * The NOTIFY channel for changes to what an app origin resolves at its edge: the app row
+ * (status, visibility, release, owner, company), its access tokens, its owner's account.
+ * Whoever changes one announces it in the same transaction (`announceChange` in
+ * lib/notified-cache.ts) and calls `dropLocal(db, APP_CHANGED)` after the commit.
+ */
+export const APP_CHANGED = 'platform_app_changed'
+
+export interface AppDirectory {
+  /** `findAppBySlug`, served from memory until the next change notice. */
+  bySlug(slug: string): Promise<App | null>
+  listening(): Promise<void>
+  close(): Promise<void>
+}
+
+/** Apps by slug for the request path, cached in process (see lib/notified-cache.ts). */
+export function createAppDirectory(deps: { db: Db; clock: Clock; maxEntries?: number }): AppDirectory {
+  const cache = createNotifiedCache<App>({
+    db: deps.db, clock: deps.clock, channel: APP_CHANGED, maxEntries: deps.maxEntries ?? 10_000, maxAgeMs: 30_000,
+  })
+  return {
+    bySlug: (slug) => cache.get(slug, () => findAppBySlug(deps.db, slug)),
+    listening: () => cache.listening(),
+    close: () => cache.close(),
+  }
 }
 
 /** Public shape of an app in API responses. */

@@ -19,8 +19,15 @@ export interface Db extends Queryable {
   readonly kind: 'pglite' | 'postgres'
   /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>
-  /** Subscribes to a NOTIFY channel; resolves to the unsubscribe function. */
-  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>
+  /**
+   * Subscribes to a NOTIFY channel; resolves to the unsubscribe function. `onListen` runs each
+   * time the subscription is (re)established: notices sent while it was down are lost.
+   */
+  listen(
+    channel: string,
+    onPayload: (payload: string) => void,
+    options?: { onListen?: () => void },
+  ): Promise<() => Promise<void>>
   notify(channel: string, payload: string): Promise<void>
   /** Where the data lives, without credentials (for health and logs). */
   describe(): string

@@ -53,8 +53,9 @@ export function openPostgres(options: PostgresOptions): Db {
     async transaction(fn) {
       return (await sql.begin((tx) => fn(asQueryable(tx)))) as Awaited<ReturnType<typeof fn>>
     },
-    async listen(channel, onPayload) {
-      const subscription = await sql.listen(channel, onPayload)
+    async listen(channel, onPayload, listenOptions) {
+      // The driver re-subscribes after a lost connection and calls onListen again.
+      const subscription = await sql.listen(channel, onPayload, listenOptions?.onListen)
       return () => subscription.unlisten()
     },
     async notify(channel, payload) {

@@ -11,6 +11,7 @@ import { ServiceError } from '../lib/errors.ts'
 import type { App } from '../apps/apps.ts'
 import type { User } from '../identity/users.ts'
 import { PLATFORM_SDK_VERSION, validateManifest } from '../manifest/index.ts'
+import { missingSecretWarnings, type SecretStore } from '../secrets/index.ts'
 import { readBundle, type Bundle, type Migration } from './bundle.ts'
 import { createNamespace, findNamespace, runAsRole, type Namespace } from './namespaces.ts'
 
@@ -168,33 +169,59 @@ async function applyMigrations(tx: Queryable, namespace: Namespace, migrations: 
 export interface DeployDeps {
   db: Db
   clock: Clock
+  /** Required secrets without a value in the target namespace become deploy warnings. */
+  secrets?: SecretStore
 }
 
-/** Validates and activates a bundle as the app's new release. */
+/** A bundle's manifest warnings plus the required secrets the target namespace has no value for. */
+export async function deployWarnings(
+  deps: DeployDeps,
+  checked: { app: App; devName: string; manifest: Awaited<ReturnType<typeof checkBundle>>['manifest']; manifestText: string; warnings: unknown[] },
+): Promise<unknown[]> {
+  if (deps.secrets === undefined) return checked.warnings
+  const missing = await missingSecretWarnings(deps.secrets, {
+    scope: { appId: checked.app.id, devName: checked.devName },
+    manifest: checked.manifest,
+    manifestText: checked.manifestText,
+  })
+  return [...checked.warnings, ...missing]
+}
+
+/**
+ * Validates and activates a bundle as the new release of the app's production namespace,
+ * or of the development namespace `devName` (created with its own schema and roles on its
+ * first deploy; numbered and activated on its own; the app's production release and
+ * settings stay as they are).
+ */
 export async function deployBundle(
   deps: DeployDeps,
-  input: { app: App; user: User | null; body: unknown },
+  input: { app: App; user: User | null; body: unknown; devName?: string },
 ): Promise<DeployResult> {
-  const { bundle, manifest, warnings } = await checkBundle(deps.db, input.app, input.body)
+  const devName = input.devName ?? ''
+  const environment = devName === '' ? 'production' : 'development'
+  const checked = await checkBundle(deps.db, input.app, input.body)
+  const { bundle, manifest } = checked
+  const warnings = await deployWarnings(deps, { app: input.app, devName, manifest, manifestText: bundle.manifestText, warnings: checked.warnings })
   const result = await deps.db.transaction(async (tx) => {
     // One deploy per app at a time; others wait here.
     await tx.query('select pg_advisory_xact_lock(hashtext($1))', [`deploy:${input.app.id}`])
-    const namespace = (await findNamespace(tx, input.app.id))
-      ?? (await createNamespace(tx, { appId: input.app.id, slug: input.app.slug }))
+    const namespace = (await findNamespace(tx, input.app.id, environment, devName))
+      ?? (await createNamespace(tx, { appId: input.app.id, slug: input.app.slug, environment, devName }))
     const now = deps.clock.now()
-    await tx.query(`update platform.releases set status = 'superseded' where app_id = $1 and status = 'active'`, [input.app.id])
+    await tx.query(`update platform.releases set status = 'superseded' where app_id = $1 and dev_name = $2 and status = 'active'`, [input.app.id, devName])
     const [row] = await tx.query<ReleaseRow>(
       `insert into platform.releases
-         (app_id, version, status, manifest, manifest_text, sdk_version, bundle_sha256, bundle_size, created_by, created_at, activated_at)
-       values ($1, (select coalesce(max(version), 0) + 1 from platform.releases where app_id = $1), 'active',
+         (app_id, dev_name, version, status, manifest, manifest_text, sdk_version, bundle_sha256, bundle_size, created_by, created_at, activated_at)
+       values ($1, $9, (select coalesce(max(version), 0) + 1 from platform.releases where app_id = $1 and dev_name = $9), 'active',
                $2::jsonb, $3, $4, $5, $6, $7, $8, $8)
        returning ${RELEASE_COLUMNS}`,
       [input.app.id, JSON.stringify(manifest), bundle.manifestText, manifest.runtime.sdk.version,
-        bundle.sha256, bundle.size, input.user?.id ?? null, now],
+        bundle.sha256, bundle.size, input.user?.id ?? null, now, devName],
     )
     const release = releaseFromRow(row!)
     const migrationsApplied = await applyMigrations(tx, namespace, bundle.migrations, release.id)
     await storeFiles(tx, release.id, bundle)
+    if (devName !== '') return { release, migrationsApplied }
     await tx.query(
       `update platform.apps set active_release_id = $2, updated_at = $3,
               visibility = coalesce($4, visibility), name = coalesce($5, name)
@@ -203,7 +230,7 @@ export async function deployBundle(
     )
     return { release, migrationsApplied }
   })
-  await deps.db.notify('platform_app_changed', input.app.id).catch(() => {})
+  if (devName === '') await deps.db.notify('platform_app_changed', input.app.id).catch(() => {})
   return { ...result, warnings }
 }
 
@@ -216,10 +243,11 @@ async function storeFiles(tx: Queryable, releaseId: string, bundle: Bundle) {
   }
 }
 
-export async function listReleases(db: Queryable, appId: string, limit = 100): Promise<Release[]> {
+/** An app namespace's releases (`devName` '' is production), newest first. */
+export async function listReleases(db: Queryable, appId: string, options: { devName?: string; limit?: number } = {}): Promise<Release[]> {
   const rows = await db.query<ReleaseRow>(
-    `select ${RELEASE_COLUMNS} from platform.releases where app_id = $1 order by version desc limit $2`,
-    [appId, Math.min(Math.max(limit, 1), 500)],
+    `select ${RELEASE_COLUMNS} from platform.releases where app_id = $1 and dev_name = $3 order by version desc limit $2`,
+    [appId, Math.min(Math.max(options.limit ?? 100, 1), 500), options.devName ?? ''],
   )
   return rows.map(releaseFromRow)
 }

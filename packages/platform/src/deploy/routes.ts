@@ -1,36 +1,50 @@
 /** Owner API for deploys and releases, mounted under /v1/apps/:appId. */
-import { Hono } from 'hono'
+import { Hono, type Context } from 'hono'
 import type { Db } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { OwnerEnv } from '../http/owner-auth.ts'
 import { readJson } from '../http/json.ts'
 import { getOwnedApp } from '../apps/apps.ts'
 import { BUNDLE_LIMITS } from './bundle-files.ts'
-import { checkBundle, deployBundle, listReleases, releaseView } from './deploy.ts'
+import type { SecretStore } from '../secrets/index.ts'
+import { checkDevName } from './dev-names.ts'
+import { checkBundle, deployBundle, deployWarnings, listReleases, releaseView } from './deploy.ts'
 
 /** Base64 grows a bundle by a third; leave room for the JSON around it. */
 const MAX_DEPLOY_BODY = Math.ceil(BUNDLE_LIMITS.maxTotalBytes * 1.4)
 
-export function deployRoutes(deps: { db: Db; clock: Clock }) {
+export function deployRoutes(deps: { db: Db; clock: Clock; secrets?: SecretStore }) {
   const routes = new Hono<OwnerEnv>()
-  routes.post('/:appId/deployments', async (c) => {
-    const app = await getOwnedApp(deps.db, c.var.user, c.req.param('appId'))
+  // Production at /:appId/deployments; a development namespace (own schema, roles,
+  // releases, secrets and logs) at /:appId/dev/:devName/deployments.
+  async function deploy(c: Context<OwnerEnv>) {
+    const app = await getOwnedApp(deps.db, c.var.user, c.req.param('appId')!)
+    const devParam = c.req.param('devName')
+    const devName = devParam === undefined ? '' : checkDevName(devParam)
     const body = await readJson(c, MAX_DEPLOY_BODY)
     if (c.req.query('dryRun') === 'true') {
       const { bundle, manifest, warnings } = await checkBundle(deps.db, app, body)
-      return c.json({ valid: true, files: bundle.files.length, sdkVersion: manifest.runtime.sdk.version, warnings })
+      const all = await deployWarnings(deps, { app, devName, manifest, manifestText: bundle.manifestText, warnings })
+      return c.json({ valid: true, files: bundle.files.length, sdkVersion: manifest.runtime.sdk.version, warnings: all })
     }
-    const result = await deployBundle(deps, { app, user: c.var.user, body })
+    const result = await deployBundle(deps, { app, user: c.var.user, body, devName })
     return c.json({
       release: releaseView(result.release),
+      ...(devName === '' ? {} : { devName }),
       migrationsApplied: result.migrationsApplied,
       warnings: result.warnings,
     }, 201)
-  })
-  routes.get('/:appId/releases', async (c) => {
-    const app = await getOwnedApp(deps.db, c.var.user, c.req.param('appId'))
-    const releases = await listReleases(deps.db, app.id)
-    return c.json({ releases: releases.map(releaseView) })
-  })
+  }
+  async function releases(c: Context<OwnerEnv>) {
+    const app = await getOwnedApp(deps.db, c.var.user, c.req.param('appId')!)
+    const devParam = c.req.param('devName')
+    const devName = devParam === undefined ? '' : checkDevName(devParam)
+    const list = await listReleases(deps.db, app.id, { devName })
+    return c.json({ releases: list.map(releaseView) })
+  }
+  routes.post('/:appId/deployments', deploy)
+  routes.post('/:appId/dev/:devName/deployments', deploy)
+  routes.get('/:appId/releases', releases)
+  routes.get('/:appId/dev/:devName/releases', releases)
   return routes
 }

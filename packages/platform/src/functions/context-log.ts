@@ -1,21 +1,29 @@
 /**
- * `ctx.log.debug|info|warn|error(message, fields)`: stores a Function's log line in
- * `platform.function_logs` with the app, release, Function and request it came from.
- * Lines are bounded so a Function cannot fill the database with one call: the message is
- * cut to 4 KiB and fields over 16 KiB of JSON are replaced by a note of their size.
+ * Function logs: `ctx.log.debug|info|warn|error(message, fields)` stores a line in
+ * `platform.function_logs` with the app, namespace, release, Function and request it came
+ * from, and the owner API reads them back newest first. Lines are bounded so a Function
+ * cannot fill the database with one call: the message is cut to 4 KiB and fields over
+ * 16 KiB of JSON are replaced by a note of their size. The caller redacts secret values
+ * before a line is stored (`redactor`), so a stored line never holds one.
  */
 import type { Queryable } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
 import { ServiceError } from '../lib/errors.ts'
+import type { Redactor } from '../secrets/index.ts'
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
 
 export const MAX_LOG_MESSAGE_CHARS = 4 * 1024
 export const MAX_LOG_FIELDS_CHARS = 16 * 1024
+/** Lines per page of the owner API: default and most. */
+export const DEFAULT_LOG_PAGE = 100
+export const MAX_LOG_PAGE = 1000
 
 export interface LogSource {
   readonly appId: string
+  /** '' for production, else the development namespace. */
+  readonly devName?: string
   readonly releaseId: string
   readonly functionName: string
   readonly requestId: string
@@ -25,22 +33,22 @@ export interface LogSource {
  * Stores one `ctx.log` call.
  *
  * @example
- * await writeFunctionLog(db, clock, { source, level: 'info', args: ['created', { id }] })
+ * await writeFunctionLog(db, clock, { source, level: 'info', args: ['created', { id }], redactor })
  */
 export async function writeFunctionLog(
   db: Queryable,
   clock: Clock,
-  options: { source: LogSource; level: string; args: readonly unknown[] },
+  options: { source: LogSource; level: string; args: readonly unknown[]; redactor?: Redactor },
 ): Promise<null> {
   const level = LOG_LEVELS.find((known) => known === options.level)
   if (level === undefined) throw new ServiceError('BAD_REQUEST', `ctx.log has no method ${options.level}`)
-  const [message, fields] = options.args
+  const [message, fields] = options.redactor ? options.redactor.value(options.args) : options.args
   const text = (typeof message === 'string' ? message : JSON.stringify(message) ?? String(message)).slice(0, MAX_LOG_MESSAGE_CHARS)
   await db.query(
-    `insert into platform.function_logs (app_id, release_id, function_name, request_id, level, message, fields, created_at)
-     values ($1, $2, $3, $4, $5, $6, $7::jsonb, $8)`,
-    [options.source.appId, options.source.releaseId, options.source.functionName, options.source.requestId, level, text,
-      boundedFields(fields), clock.now()],
+    `insert into platform.function_logs (app_id, dev_name, release_id, function_name, request_id, level, message, fields, created_at)
+     values ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9)`,
+    [options.source.appId, options.source.devName ?? '', options.source.releaseId, options.source.functionName, options.source.requestId,
+      level, text, boundedFields(fields), clock.now()],
   )
   return null
 }
@@ -51,4 +59,84 @@ function boundedFields(fields: unknown): string | null {
   if (json === undefined) return null
   if (json.length > MAX_LOG_FIELDS_CHARS) return JSON.stringify({ truncated: true, size: json.length })
   return json
+}
+
+export interface StoredLogLine {
+  readonly id: string
+  readonly time: string
+  readonly level: LogLevel
+  readonly function: string
+  readonly requestId: string
+  readonly releaseId: string
+  readonly message: string
+  readonly fields: unknown
+}
+
+export interface LogQuery {
+  readonly appId: string
+  readonly devName: string
+  readonly functionName?: string
+  /** Lines at this level and above. */
+  readonly level?: LogLevel
+  /** Inclusive bounds. */
+  readonly from?: Date
+  readonly to?: Date
+  readonly requestId?: string
+  readonly limit?: number
+  /** Lines strictly older than this position (a page's `nextCursor`). */
+  readonly before?: { readonly time: Date; readonly seq: string }
+}
+
+interface LogRow extends Record<string, unknown> {
+  id: string
+  seq: string
+  created_at: Date
+  level: LogLevel
+  function_name: string
+  request_id: string
+  release_id: string
+  message: string
+  fields: unknown
+}
+
+/**
+ * One page of an app namespace's logs, newest first, and the position after its last line
+ * when there may be more.
+ *
+ * @example
+ * const page = await listFunctionLogs(db, { appId, devName: '', level: 'warn', limit: 50 })
+ */
+export async function listFunctionLogs(db: Queryable, query: LogQuery): Promise<{ lines: StoredLogLine[]; next: { time: Date; seq: string } | null }> {
+  const limit = Math.min(Math.max(query.limit ?? DEFAULT_LOG_PAGE, 1), MAX_LOG_PAGE)
+  const minLevel = query.level === undefined ? null : LOG_LEVELS.indexOf(query.level) + 1
+  const rows = await db.query<LogRow>(
+    `select id, seq::text as seq, created_at, level, function_name, request_id, release_id, message, fields
+       from platform.function_logs
+      where app_id = $1 and dev_name = $2
+        and ($3::text is null or function_name = $3)
+        and ($4::int is null or array_position(array['debug', 'info', 'warn', 'error'], level) >= $4::int)
+        and ($5::timestamptz is null or created_at >= $5)
+        and ($6::timestamptz is null or created_at <= $6)
+        and ($7::text is null or request_id = $7)
+        and ($8::timestamptz is null or (created_at, seq) < ($8, $9::bigint))
+      order by created_at desc, seq desc
+      limit $10`,
+    [query.appId, query.devName, query.functionName ?? null, minLevel, query.from ?? null, query.to ?? null,
+      query.requestId ?? null, query.before?.time ?? null, query.before?.seq ?? null, limit + 1],
+  )
+  const page = rows.slice(0, limit)
+  const last = page[page.length - 1]
+  return {
+    lines: page.map((row) => ({
+      id: row.id,
+      time: row.created_at.toISOString(),
+      level: row.level,
+      function: row.function_name,
+      requestId: row.request_id,
+      releaseId: row.release_id,
+      message: row.message,
+      fields: row.fields ?? null,
+    })),
+    next: rows.length > limit && last !== undefined ? { time: last.created_at, seq: last.seq } : null,
+  }
 }

@@ -4,6 +4,7 @@
  * has a `kind` so the platform can answer generically in production and in detail in
  * development (spec 7.1: "unknown production errors stay generic").
  */
+import type { Redactor } from '../secrets/index.ts'
 import type { WireFailure } from './protocol.ts'
 
 /** Why an invocation failed. */
@@ -53,4 +54,23 @@ export function failureResponse(failure: FunctionFailure, options: { environment
   const stack = 'stack' in failure ? failure.stack : undefined
   const error = { code: generic.code, message: `${generic.message}: ${failure.message}` }
   return { status: generic.status, body: { error: stack === undefined ? error : { ...error, details: { stack } } } }
+}
+
+/**
+ * The failure with every secret value redacted from its message, stack and details (the
+ * code is left alone: it is a fixed identifier). The host applies it before a failure
+ * leaves the runtime, so no caller renders or logs an unredacted one.
+ *
+ * @example
+ * if (!result.ok) result = { ok: false, error: redactFailure(result.error, redactor) }
+ */
+export function redactFailure(failure: FunctionFailure, redactor: Redactor): FunctionFailure {
+  if (redactor.empty) return failure
+  if (failure.kind === 'service') {
+    const message = redactor.text(failure.message)
+    return failure.details === undefined ? { ...failure, message } : { ...failure, message, details: redactor.value(failure.details) }
+  }
+  const message = redactor.text(failure.message)
+  if (failure.kind === 'timeout' || failure.kind === 'crashed' || failure.stack === undefined) return { ...failure, message }
+  return { ...failure, message, stack: redactor.text(failure.stack) }
 }

@@ -18,5 +18,7 @@ export {
 export { failureResponse, type FailureResponse, type FunctionFailure, type FunctionFailureKind, type FunctionResult } from './failures.ts'
 export { DENIED_IPV4_RANGES, DENIED_IPV6_ADDRESSES } from './sandbox.ts'
 export { resolveDenoBinary } from './deno-binary.ts'
-export { createFunctionHost, type FunctionHost } from './host.ts'
+export { createFunctionHost, type FunctionHost, type JobsContextCall } from './host.ts'
 export { callFunction, callRoute } from './routes.ts'
+export { logRoutes } from './log-routes.ts'
+export { devInvokeRoutes } from './dev-invoke.ts'

@@ -9,7 +9,7 @@ import { Hono, type Context, type MiddlewareHandler } from 'hono'
 import type { Db } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
 import { ServiceError, notImplemented } from '../lib/errors.ts'
-import { findAppBySlug, type App } from '../apps/apps.ts'
+import type { App, AppDirectory } from '../apps/apps.ts'
 import type { Frontend } from '../frontend/serve.ts'
 import type { HostUrls } from './hosts.ts'
 import { BROWSER_SDK_SOURCE } from '@service/browser-sdk'
@@ -18,7 +18,7 @@ import { appSessionById, exchangeCode, resolveAppSession, signOutAppSession, typ
 import { clearCookie, COOKIES, readCookie, writeCookie, type CookieOptions } from '../identity/cookies.ts'
 import { accessReason } from '../identity/grants.ts'
 import { VERIFICATION_REQUIRED } from '../identity/confirmation.ts'
-import { APP_TOKEN_PREFIX, verifyAppToken } from '../identity/app-tokens.ts'
+import { APP_TOKEN_PREFIX, type VerifiedAppToken } from '../identity/app-tokens.ts'
 import { page, escapeHtml } from '../identity/pages.ts'
 import type { User } from '../identity/users.ts'
 import type { DataApi } from '../data-api/index.ts'
@@ -35,6 +35,9 @@ type EdgeEnv = { Variables: { app: App; caller: Caller } }
 export interface EdgeDeps {
   db: Db
   clock: Clock
+  /** Apps by slug and app access tokens, cached in process until a change notice. */
+  apps: AppDirectory
+  appTokens: { verify(token: string): Promise<VerifiedAppToken | null> }
   frontend: Frontend
   urls: HostUrls
   cookies: CookieOptions
@@ -71,7 +74,7 @@ export function appEdge(deps: EdgeDeps) {
 
   edge.use('*', async (c, next) => {
     const slug = deps.slugOf(c.req.raw)
-    const app = await findAppBySlug(deps.db, slug)
+    const app = await deps.apps.bySlug(slug)
     if (!app) throw new ServiceError('APP_NOT_FOUND', `no app is deployed at ${slug}`)
     if (app.status !== 'active') {
       if (app.pausedReason === VERIFICATION_REQUIRED && wantsPage(c)) {
@@ -127,7 +130,7 @@ export function appEdge(deps: EdgeDeps) {
       const match = /^Bearer ([^\s]+)$/i.exec(authorization)
       if (match?.[1]?.startsWith(APP_TOKEN_PREFIX)) {
         // Revalidated on every request: revoked, other app, or owner no longer confirmed → 401.
-        const verified = await verifyAppToken(deps.db, deps.clock, match[1])
+        const verified = await deps.appTokens.verify(match[1])
         if (!verified || verified.app.id !== app.id) {
           throw new ServiceError('AUTH_REQUIRED', 'the app access token is not valid for this app')
         }

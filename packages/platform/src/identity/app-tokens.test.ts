@@ -5,6 +5,8 @@ import { startHarness, type Harness } from '../../test/harness.ts'
 import { CookieClient, field } from '../../test/cookie-client.ts'
 import { AUTH, approve, claim, deployPage, requestLink } from '../../test/sign-in-flow.ts'
 import { sha256 } from '../lib/crypto.ts'
+import { APP_CHANGED } from '../apps/apps.ts'
+import { announceChange, dropLocal } from '../lib/notified-cache.ts'
 
 const SECRET = /svc_app_[A-Za-z0-9_-]{43}/
 
@@ -219,17 +221,27 @@ describe(`app access tokens (${backend})`, () => {
 
   test('a token stops working while its owner is not confirmed, and when the app changes owner', async () => {
     const { secret } = await newSecret()
-    await h.t.db.query('update platform.users set email_confirmed_at = null where id = $1', [owner.userId])
+    // No endpoint unconfirms an account or moves an app yet: change the rows as such a writer
+    // must, announcing the change in its transaction and dropping this process's caches after.
+    const change = async (sql: string, params: unknown[]) => {
+      await h.t.db.transaction(async (tx) => {
+        await tx.query(sql, params)
+        await announceChange(tx, APP_CHANGED, 'test')
+      })
+      dropLocal(h.t.db, APP_CHANGED)
+    }
+    assert.equal((await h.request('/', { host: 'vault', token: secret })).status, 200)
+    await change('update platform.users set email_confirmed_at = null where id = $1', [owner.userId])
     assert.equal((await h.request('/', { host: 'vault', token: secret })).status, 401)
-    await h.t.db.query('update platform.users set email_confirmed_at = $2 where id = $1', [owner.userId, h.clock.now()])
+    await change('update platform.users set email_confirmed_at = $2 where id = $1', [owner.userId, h.clock.now()])
     assert.equal((await h.request('/', { host: 'vault', token: secret })).status, 200)
 
     const heir = await h.createOwner('heir@acme.test')
-    await h.t.db.query('update platform.apps set owner_id = $2 where slug = $1', ['vault', heir.userId])
+    await change('update platform.apps set owner_id = $2 where slug = $1', ['vault', heir.userId])
     try {
       assert.equal((await h.request('/', { host: 'vault', token: secret })).status, 401)
     } finally {
-      await h.t.db.query('update platform.apps set owner_id = $2 where slug = $1', ['vault', owner.userId])
+      await change('update platform.apps set owner_id = $2 where slug = $1', ['vault', owner.userId])
     }
   })
 

@@ -13,11 +13,13 @@
  *   sees the value on that page; the agent's poll learns only the token's id.
  */
 import { randomUUID } from 'node:crypto'
-import { first, type Queryable } from '../db/db.ts'
+import { first, type Db, type Queryable } from '../db/db.ts'
+import { APP_CHANGED } from '../apps/apps.ts'
 import type { Clock } from '../lib/clock.ts'
 import { newSecret, sha256 } from '../lib/crypto.ts'
 import { decrypt, encrypt } from '../lib/encryption.ts'
 import { ServiceError } from '../lib/errors.ts'
+import { createNotifiedCache } from '../lib/notified-cache.ts'
 import { createUsageStamps } from '../lib/usage-stamps.ts'
 import { userFromRow, type User } from './users.ts'
 
@@ -131,13 +133,18 @@ export async function listAppTokens(db: Queryable, appId: string): Promise<AppTo
   return rows.map(tokenFromRow)
 }
 
-/** Revokes a token of this app and burns its pending reveal; false when there is no such active token. */
+/**
+ * Revokes a token of this app and burns its pending reveal; false when there is no such
+ * active token. The same statement announces the change on APP_CHANGED; the caller calls
+ * `dropLocal(db, APP_CHANGED)` once it is committed.
+ */
 export async function revokeAppToken(db: Queryable, clock: Clock, input: { appId: string; tokenId: string }): Promise<boolean> {
   if (!isUuid(input.tokenId)) return false
   const rows = await db.query(
     `update platform.app_access_tokens set revoked_at = $3
-      where id = $1 and app_id = $2 and revoked_at is null returning id`,
-    [input.tokenId, input.appId, clock.now()])
+      where id = $1 and app_id = $2 and revoked_at is null
+     returning id, pg_notify($4, 'token:' || id::text)::text as notified`,
+    [input.tokenId, input.appId, clock.now(), APP_CHANGED])
   if (rows.length === 0) return false
   await db.query('update platform.app_token_reveals set secret_enc = null where token_id = $1', [input.tokenId])
   return true
@@ -152,13 +159,19 @@ export interface VerifiedAppToken {
 
 /**
  * The app and owner a token acts for, or null when the token is unknown or revoked, its
- * creator no longer owns the app, or the owner's email is not confirmed. Called on every
- * request; `last_used_at` is written at most once a minute.
+ * creator no longer owns the app, or the owner's email is not confirmed. `last_used_at` is
+ * written at most once a minute. The request path uses `createAppTokenVerifier` instead.
  */
 const appTokenUsage = createUsageStamps({ table: 'platform.app_access_tokens' })
 
 export async function verifyAppToken(db: Queryable, clock: Clock, token: string): Promise<VerifiedAppToken | null> {
   if (!token.startsWith(APP_TOKEN_PREFIX) || token.length > 200) return null
+  const verified = await findByHash(db, sha256(token))
+  if (verified) appTokenUsage.touch(db, clock, verified.tokenId)
+  return verified
+}
+
+async function findByHash(db: Queryable, hash: Uint8Array): Promise<VerifiedAppToken | null> {
   const row = await first<Record<string, unknown>>(db,
     `select t.id as token_id, a.id as app_id, a.slug as app_slug,
             u.id, u.organisation_id, u.email, u.display_name, u.organisation_role,
@@ -167,13 +180,36 @@ export async function verifyAppToken(db: Queryable, clock: Clock, token: string)
        join platform.apps a on a.id = t.app_id and a.owner_id = t.created_by
        join platform.users u on u.id = a.owner_id
       where t.token_hash = $1 and t.revoked_at is null and u.email_confirmed_at is not null`,
-    [sha256(token)])
+    [hash])
   if (!row) return null
-  appTokenUsage.touch(db, clock, row.token_id as string)
-  return {
+  return Object.freeze({
     tokenId: row.token_id as string,
-    app: { id: row.app_id as string, slug: row.app_slug as string },
-    owner: userFromRow(row as Parameters<typeof userFromRow>[0]),
+    app: Object.freeze({ id: row.app_id as string, slug: row.app_slug as string }),
+    owner: Object.freeze(userFromRow(row as Parameters<typeof userFromRow>[0])),
+  })
+}
+
+/**
+ * `verifyAppToken` for the request path: a verified token is remembered in process (by its
+ * hash, never its value) until the next notice on APP_CHANGED, which revoking a token,
+ * changing the app and changing its owner's account all send (lib/notified-cache.ts). So a
+ * revoked token is refused on the next request in the revoking process, and within the
+ * notice's latency in every other.
+ */
+export function createAppTokenVerifier(deps: { db: Db; clock: Clock; maxEntries?: number }) {
+  const cache = createNotifiedCache<VerifiedAppToken>({
+    db: deps.db, clock: deps.clock, channel: APP_CHANGED, maxEntries: deps.maxEntries ?? 10_000, maxAgeMs: 30_000,
+  })
+  return {
+    async verify(token: string): Promise<VerifiedAppToken | null> {
+      if (!token.startsWith(APP_TOKEN_PREFIX) || token.length > 200) return null
+      const hash = sha256(token)
+      const verified = await cache.get(hash.toString('base64'), () => findByHash(deps.db, hash))
+      if (verified) appTokenUsage.touch(deps.db, deps.clock, verified.tokenId)
+      return verified
+    },
+    listening: () => cache.listening(),
+    close: () => cache.close(),
   }
 }
 

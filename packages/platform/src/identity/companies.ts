@@ -5,12 +5,14 @@
  */
 import { first, type Queryable } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
+import { APP_CHANGED } from '../apps/apps.ts'
+import { announceChange } from '../lib/notified-cache.ts'
 import { ServiceError } from '../lib/errors.ts'
 import { LIFETIMES } from './lifetimes.ts'
 import { browserSecret, matchesHash } from './secrets.ts'
 import type { User } from './users.ts'
 
-/** Creates a company with the person as its administrator. */
+/** Creates a company with the person as its administrator (announced on APP_CHANGED: the caller drops local caches after commit). */
 export async function setUpCompany(db: Queryable, user: User, name: string): Promise<{ id: string; name: string }> {
   const trimmed = name.trim()
   if (trimmed.length < 1 || trimmed.length > 120) {
@@ -24,6 +26,7 @@ export async function setUpCompany(db: Queryable, user: User, name: string): Pro
   if (updated.length === 0) throw new ServiceError('CONFLICT', 'your account already belongs to a company')
   // Personal apps made before the company existed join it.
   await db.query('update platform.apps set organisation_id = $2 where owner_id = $1 and organisation_id is null', [user.id, org!.id])
+  await announceChange(db, APP_CHANGED, `owner:${user.id}`)
   return org!
 }
 
@@ -66,7 +69,7 @@ export async function findInvitation(db: Queryable, clock: Clock, id: string, ke
   return { id: row.id, organisationId: row.organisation_id, organisationName: row.name, email: row.email, expiresAt: row.expires_at, acceptedAt: row.accepted_at }
 }
 
-/** The invited person (signed in with the invited address, without a company) joins. */
+/** The invited person (signed in with the invited address, without a company) joins (announced like `setUpCompany`). */
 export async function acceptInvitation(db: Queryable, clock: Clock, invitation: Invitation, user: User): Promise<void> {
   if (user.email !== invitation.email) {
     throw new ServiceError('FORBIDDEN', `this invitation is for ${invitation.email}; sign in with that address`)
@@ -79,4 +82,5 @@ export async function acceptInvitation(db: Queryable, clock: Clock, invitation: 
   await db.query(`update platform.users set organisation_id = $2, organisation_role = 'member' where id = $1 and organisation_id is null`,
     [user.id, invitation.organisationId])
   await db.query('update platform.apps set organisation_id = $2 where owner_id = $1 and organisation_id is null', [user.id, invitation.organisationId])
+  await announceChange(db, APP_CHANGED, `owner:${user.id}`)
 }

@@ -6,6 +6,8 @@
 import { Hono, type Context } from 'hono'
 import type { Db } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
+import { APP_CHANGED } from '../apps/apps.ts'
+import { dropLocal } from '../lib/notified-cache.ts'
 import type { HostUrls } from '../http/hosts.ts'
 import { acceptInvitation, findInvitation, setUpCompany } from './companies.ts'
 import { COOKIES, readCookie, type CookieOptions } from './cookies.ts'
@@ -48,6 +50,7 @@ export function companyPages(deps: { db: Db; clock: Clock; urls: HostUrls; cooki
       await settleOnboarding(tx, active.user.id)
       return created
     })
+    dropLocal(db, APP_CHANGED)
     const next = deps.safeContinue(values.continue)
     if (next !== '/') return c.redirect(next, 303)
     return page(c, 'Company created', `<h1>${escapeHtml(company.name)} is set up</h1><p>You are its administrator.</p>`)
@@ -76,6 +79,7 @@ export function companyPages(deps: { db: Db; clock: Clock; urls: HostUrls; cooki
       await acceptInvitation(tx, clock, invitation, active.user)
       await settleOnboarding(tx, active.user.id)
     })
+    dropLocal(db, APP_CHANGED)
     return page(c, 'Joined', `<h1>You joined ${escapeHtml(invitation.organisationName)}</h1>`)
   })
 

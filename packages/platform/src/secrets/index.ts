@@ -1,0 +1,11 @@
+/**
+ * App secrets: the encrypted store, the owner API, redaction of values from what leaves a
+ * Function, and the deploy warning for required secrets without a value.
+ */
+export {
+  checkSecretName, checkSecretValue, createSecretStore, MAX_SECRET_VALUE_BYTES, MAX_SECRETS_PER_NAMESPACE, SECRET_NAME_PATTERN,
+  type SecretScope, type SecretStore, type StoredSecret,
+} from './secrets.ts'
+export { createRedactor, REDACTED, type Redactor } from './redact.ts'
+export { secretRoutes } from './routes.ts'
+export { missingSecretWarnings } from './deploy-warnings.ts'
