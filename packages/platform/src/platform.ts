@@ -28,6 +28,8 @@ import { meRoutes, operatorRoutes } from './identity/routes.ts'
 import { onboardingRoutes } from './identity/onboarding-routes.ts'
 import { organisationRoutes } from './identity/organisation-routes.ts'
 import { PLATFORM_SDK_VERSION } from './manifest/index.ts'
+import { devInvokeRoutes, logRoutes } from './functions/index.ts'
+import { createSecretStore, secretRoutes } from './secrets/index.ts'
 import { createDataApi, createSchemaCache } from './data-api/index.ts'
 import { callFunction, callRoute, createFunctionHost, type FunctionHost } from './functions/index.ts'
 import { join } from 'node:path'
@@ -71,6 +73,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const jwtKey = deriveKey(deps.masterKey, 'access-token-jwt')
   const sessions: AppSessionDeps = { db, clock, key: deriveKey(deps.masterKey, 'encryption'), ...deps.sessions }
   const revealKey = deriveKey(deps.masterKey, 'app-token-reveal')
+  const secrets = createSecretStore({ db, clock, key: deriveKey(deps.masterKey, 'app-secrets') })
 
   const base = new Hono()
   base.get('/v1/health', (c) =>
@@ -86,7 +89,11 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const owner = new Hono<OwnerEnv>()
   owner.use('*', requireOwner({ db, clock }))
   owner.route('/', appRoutes({ db, urls }))
-  owner.route('/', deployRoutes({ db, clock }))
+  owner.route('/', deployRoutes({ db, clock, secrets }))
+  owner.route('/', secretRoutes({ db, store: secrets }))
+  owner.route('/', logRoutes({ db }))
+  // The host is built below; its routes are mounted here, before /v1/apps is.
+  owner.route('/', devInvokeRoutes({ db, host: () => functions }))
   owner.route('/', grantRoutes({ db }))
   owner.route('/', appTokenRoutes({ db, clock, urls, revealKey }))
   base.route('/v1/apps', owner)
@@ -100,7 +107,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   auth.route('/', cliLoginPages({ db, clock, logger, urls, cookies }))
 
   const functions = createFunctionHost({
-    db, clock, logger, schemas: createSchemaCache(),
+    db, clock, logger, schemas: createSchemaCache(), secrets,
     bundlesDir: deps.bundlesDir ?? join(deps.config.dataDir ?? '.service', 'bundles'),
   })
 

@@ -8,7 +8,8 @@ import type { Db, Queryable } from '../db/db.ts'
 import { databaseError, lineAndColumn } from '../db/errors.ts'
 import type { Clock } from '../lib/clock.ts'
 import { ServiceError } from '../lib/errors.ts'
-import type { App } from '../apps/apps.ts'
+import { APP_CHANGED, type App } from '../apps/apps.ts'
+import { announceChange, dropLocal } from '../lib/notified-cache.ts'
 import type { User } from '../identity/users.ts'
 import { PLATFORM_SDK_VERSION, validateManifest } from '../manifest/index.ts'
 import { missingSecretWarnings, type SecretStore } from '../secrets/index.ts'
@@ -228,9 +229,10 @@ export async function deployBundle(
         where id = $1`,
       [input.app.id, release.id, now, manifest.app.visibility ?? null, manifest.app.name ?? null],
     )
+    await announceChange(tx, APP_CHANGED, `app:${input.app.id}`)
     return { release, migrationsApplied }
   })
-  if (devName === '') await deps.db.notify('platform_app_changed', input.app.id).catch(() => {})
+  if (devName === '') dropLocal(deps.db, APP_CHANGED)
   return { ...result, warnings }
 }
 
