@@ -53,8 +53,6 @@ export interface HostMeta extends InvocationMeta {
   /** '' for production, else the development namespace. */
   readonly devName: string
   readonly identity: DataIdentity
-  /** Log writes still in flight, when the caller waits for them (`awaitLogs`). */
-  readonly logWrites: Set<Promise<unknown>> | null
 }
 
 /** A Function of an app's active release, found by name. */
@@ -134,6 +132,8 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
   /** A release's namespace (deploy creates it; it never changes after). */
   const namespaces = new Map<string, Promise<Namespace | null>>()
   const secrets = createSecretsContext({ db: deps.db, store: deps.secrets })
+  /** Each invocation's last log write: its lines are stored one after another, in call order. */
+  const logTails = new WeakMap<HostMeta, Promise<unknown>>()
   let closed = false
 
   function declarationsOf(releaseId: string): Promise<Map<string, FunctionDeclaration>> {
@@ -196,17 +196,15 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
     const meta = call.meta
     switch (call.member) {
       case 'log': {
-        const written = secrets.redactorFor({ appId: meta.appId, devName: meta.devName }).then((redactor) =>
+        const previous = logTails.get(meta) ?? Promise.resolve()
+        const written = previous.catch(() => {}).then(async () =>
           writeFunctionLog(deps.db, deps.clock, {
             source: { appId: meta.appId, devName: meta.devName, releaseId: meta.releaseId, functionName: meta.functionName, requestId: meta.requestId },
             level: call.method,
             args: call.args,
-            redactor,
+            redactor: await secrets.redactorFor({ appId: meta.appId, devName: meta.devName }),
           }))
-        if (meta.logWrites !== null) {
-          meta.logWrites.add(written)
-          void written.finally(() => meta.logWrites?.delete(written)).catch(() => {})
-        }
+        logTails.set(meta, written)
         return await written
       }
       case 'secrets':
@@ -278,7 +276,6 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
         namespace: await namespaceOf(fn),
         devName,
         identity,
-        logWrites: options.awaitLogs === true ? new Set() : null,
       }
       const pool = await poolFor(meta)
       const result = await pool.invoke({
@@ -288,7 +285,7 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
         timeoutMs: options.timeoutMs ?? fn.declaration.timeoutSeconds * 1000,
         ...(options.bytes === true ? { bytes: true } : {}),
       })
-      if (meta.logWrites !== null) await Promise.allSettled([...meta.logWrites])
+      if (options.awaitLogs === true) await logTails.get(meta)?.catch(() => {})
       if (result.ok) return result
       const redactor = await secrets.redactorFor({ appId: meta.appId, devName })
       return { ok: false, error: redactFailure(result.error, redactor) }
