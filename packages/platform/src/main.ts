@@ -46,12 +46,17 @@ const deadlines = setInterval(() => {
 }, 60 * 1000)
 deadlines.unref()
 
+// Background jobs and cron runs: the dispatcher (shares the work with every other process
+// on this database) and the 14-day retention purge.
+await platform.jobs.start()
+
 let stopping = false
 async function shutdown(signal: string) {
   if (stopping) return
   stopping = true
   logger.info('shutting down', { signal })
   clearInterval(deadlines)
+  await platform.jobs.stop()
   server.close()
   await platform.close()
   await db.close()

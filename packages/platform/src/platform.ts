@@ -33,6 +33,7 @@ import { createSecretStore, secretRoutes } from './secrets/index.ts'
 import { createDataApi, createSchemaCache } from './data-api/index.ts'
 import { callFunction, callRoute, createFunctionHost, type FunctionHost } from './functions/index.ts'
 import { join } from 'node:path'
+import { createJobs, jobRoutes, type Jobs, type JobsOptions } from './jobs/index.ts'
 
 export interface PlatformDeps {
   config: Pick<Config, 'baseUrl' | 'production' | 'smtpUrl' | 'mailFrom' | 'registration'> &
@@ -48,6 +49,8 @@ export interface PlatformDeps {
   sessions?: Partial<Pick<AppSessionDeps, 'refresh' | 'refreshTimeoutMs'>>
   /** Where release bundles are written for the Functions runtime. Default `<dataDir>/bundles`. */
   bundlesDir?: string
+  /** Dispatcher tuning (capacity, lease grace, poll interval); tests shorten them. */
+  jobs?: JobsOptions
 }
 
 export interface Platform {
@@ -56,6 +59,8 @@ export interface Platform {
   urls: ReturnType<typeof hostUrls>
   /** The Functions runtime (jobs and cron run Functions through it in-process). */
   functions: FunctionHost
+  /** Background jobs: `start()` runs the dispatcher and retention purge (main.ts does). */
+  jobs: Jobs
   /**
    * Resolves once the app edge's caches listen for change notices; they start on first use
    * otherwise, and read through until then.
@@ -95,6 +100,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   // The host is built below; its routes are mounted here, before /v1/apps is.
   owner.route('/', devInvokeRoutes({ db, host: () => functions }))
   owner.route('/', grantRoutes({ db }))
+  owner.route('/', jobRoutes({ db, clock }))
   owner.route('/', appTokenRoutes({ db, clock, urls, revealKey }))
   base.route('/v1/apps', owner)
 
@@ -109,7 +115,9 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const functions = createFunctionHost({
     db, clock, logger, schemas: createSchemaCache(), secrets,
     bundlesDir: deps.bundlesDir ?? join(deps.config.dataDir ?? '.service', 'bundles'),
+    jobs: { answer: (call) => jobs.answer(call) },
   })
+  const jobs = createJobs({ db, clock, logger, functions, production: deps.config.production, ...deps.jobs })
 
   const functionCalls = { host: functions, production: deps.config.production, appOrigin: (app: App) => urls.app(app.slug) }
   // Both listen for change notices from their first use until close().
@@ -139,10 +147,12 @@ export function createPlatform(deps: PlatformDeps): Platform {
     fetch: async (request) => http.fetch(request),
     urls,
     functions,
+    jobs,
     ready: async () => {
       await Promise.all([appDirectory.listening(), appTokens.listening()])
     },
     close: async () => {
+      await jobs.stop()
       await Promise.all([functions.close(), appDirectory.close(), appTokens.close()])
     },
   }

@@ -13,6 +13,7 @@ import { announceChange, dropLocal } from '../lib/notified-cache.ts'
 import type { User } from '../identity/users.ts'
 import { PLATFORM_SDK_VERSION, validateManifest } from '../manifest/index.ts'
 import { missingSecretWarnings, type SecretStore } from '../secrets/index.ts'
+import { deadLetterRemovedQueues } from '../jobs/index.ts'
 import { readBundle, type Bundle, type Migration } from './bundle.ts'
 import { createNamespace, findNamespace, runAsRole, type Namespace } from './namespaces.ts'
 
@@ -222,6 +223,10 @@ export async function deployBundle(
     const release = releaseFromRow(row!)
     const migrationsApplied = await applyMigrations(tx, namespace, bundle.migrations, release.id)
     await storeFiles(tx, release.id, bundle)
+    // Pending jobs of queues (and cron runs of cron entries) this release no longer declares end now (spec 3.1).
+    await deadLetterRemovedQueues(tx, {
+      namespaceId: namespace.id, queues: manifest.queues.map((q) => q.name), crons: manifest.cron.map((c) => c.name), now,
+    })
     if (devName !== '') return { release, migrationsApplied }
     await tx.query(
       `update platform.apps set active_release_id = $2, updated_at = $3,

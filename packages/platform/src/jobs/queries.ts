@@ -160,22 +160,22 @@ export async function claimJobs(
        select * from unnest($1::uuid[], $2::text[]) as q (namespace_id, queue)
      ), candidates as (
        select j.id, j.concurrency, q.running,
-              row_number() over (partition by q.namespace_id, q.queue order by j.run_at, j.id) as n
+              row_number() over (partition by q.namespace_id, q.queue order by j.run_at, j.created_at, j.id) as n
          from (select q.*, (select count(*) from platform.jobs r
                              where r.namespace_id = q.namespace_id and r.queue = q.queue and r.state = 'running') as running
                  from q) q
          cross join lateral (
-           select j.id, j.concurrency, j.run_at from platform.jobs j
+           select j.id, j.concurrency, j.run_at, j.created_at from platform.jobs j
             where j.namespace_id = q.namespace_id and j.queue = q.queue
               and j.state in ('queued', 'retry_wait') and j.run_at <= $3
-            order by j.run_at, j.id
+            order by j.run_at, j.created_at, j.id
             limit 100) j
      ), chosen as (
        select id from candidates where running + n <= concurrency order by n, id limit $4
      )
      update platform.jobs j
         set state = 'running', attempts = j.attempts + 1, started_at = $3, updated_at = $3, lease_owner = $5,
-            lease_expires_at = $3 + make_interval(secs => coalesce(j.timeout_seconds, 900) + $6)
+            lease_expires_at = $3::timestamptz + make_interval(secs => coalesce(j.timeout_seconds, 900) + $6)
        from chosen
       where j.id = chosen.id and j.state in ('queued', 'retry_wait')
       returning j.id, j.app_id, j.namespace_id, j.kind, j.queue, j.payload, j.attempts, j.timeout_seconds`,
@@ -211,7 +211,7 @@ export async function markFailed(
     `with moved as (
        update platform.jobs
           set state = case when $4 and attempts < max_attempts then 'retry_wait' else 'dead_lettered' end,
-              run_at = case when $4 and attempts < max_attempts then $3 + ${RETRY_DELAY} else run_at end,
+              run_at = case when $4 and attempts < max_attempts then $3::timestamptz + ${RETRY_DELAY} else run_at end,
               finished_at = case when $4 and attempts < max_attempts then null else $3 end,
               payload = case when $4 and attempts < max_attempts then payload else null end,
               last_error = $5::jsonb, updated_at = $3, lease_owner = null, lease_expires_at = null
@@ -270,7 +270,7 @@ export async function recoverExpiredLeases(db: Queryable, options: { now: Date; 
      ), moved as (
        update platform.jobs j
           set state = case when j.attempts < j.max_attempts then 'retry_wait' else 'dead_lettered' end,
-              run_at = case when j.attempts < j.max_attempts then $1 + ${RETRY_DELAY} else j.run_at end,
+              run_at = case when j.attempts < j.max_attempts then $1::timestamptz + ${RETRY_DELAY} else j.run_at end,
               finished_at = case when j.attempts < j.max_attempts then null else $1 end,
               payload = case when j.attempts < j.max_attempts then j.payload else null end,
               last_error = $2::jsonb, updated_at = $1, lease_owner = null, lease_expires_at = null
@@ -333,4 +333,62 @@ export async function purgeEnded(db: Queryable, options: { before: Date; limit: 
     [options.before, options.limit],
   )
   return rows.length
+}
+
+/** A page of an app's jobs created in [from, to], newest first, after `before` (the cursor). */
+export async function listJobs(
+  db: Queryable,
+  options: { appId: string; from: Date; to: Date; queue: string | null; state: JobState | null; before: { createdAt: Date; id: string } | null; limit: number },
+): Promise<JobRow[]> {
+  return await db.query<JobRow>(
+    `select ${JOB_COLUMNS} from platform.jobs
+      where app_id = $1 and created_at between $2 and $3
+        and ($4::text is null or queue = $4::text) and ($5::text is null or state = $5::text)
+        and ($6::timestamptz is null or (created_at, id) < ($6::timestamptz, $7::uuid))
+      order by created_at desc, id desc
+      limit $8`,
+    [options.appId, options.from, options.to, options.queue, options.state, options.before?.createdAt ?? null, options.before?.id ?? null, options.limit],
+  )
+}
+
+export interface QueueTotalsRow extends Record<string, unknown> {
+  queue: string
+  created: number
+  retried: number
+  succeeded: number
+  failed: number
+  waiting: number
+  running: number
+}
+
+/** Per queue, over the app's jobs created in [from, to]: created, retries, outcomes, and what is still pending. */
+export async function queueTotals(db: Queryable, options: { appId: string; from: Date; to: Date }): Promise<QueueTotalsRow[]> {
+  return await db.query<QueueTotalsRow>(
+    `select queue, count(*)::int as created,
+            coalesce(sum(greatest(attempts - 1, 0)), 0)::int as retried,
+            (count(*) filter (where state = 'succeeded'))::int as succeeded,
+            (count(*) filter (where state = 'dead_lettered'))::int as failed,
+            (count(*) filter (where state in ('queued', 'retry_wait')))::int as waiting,
+            (count(*) filter (where state = 'running'))::int as running
+       from platform.jobs where app_id = $1 and created_at between $2 and $3
+      group by queue order by queue`,
+    [options.appId, options.from, options.to],
+  )
+}
+
+/** The app's jobs that are not terminal now. */
+export async function countActiveJobs(db: Queryable, appId: string): Promise<number> {
+  const rows = await db.query<{ n: number }>(
+    `select count(*)::int as n from platform.jobs where app_id = $1 and state in ('queued', 'running', 'retry_wait')`, [appId])
+  return rows[0]?.n ?? 0
+}
+
+/** The app's latest dead-lettered jobs that ended in [from, to], newest first. */
+export async function recentFailures(db: Queryable, options: { appId: string; from: Date; to: Date; limit: number }): Promise<JobRow[]> {
+  return await db.query<JobRow>(
+    `select ${JOB_COLUMNS} from platform.jobs
+      where app_id = $1 and state = 'dead_lettered' and finished_at between $2 and $3
+      order by finished_at desc, id desc limit $4`,
+    [options.appId, options.from, options.to, options.limit],
+  )
 }

@@ -1,0 +1,309 @@
+/**
+ * The dispatcher: claims due jobs and runs one attempt each through the Functions host.
+ * Every platform process runs one; they share the work through PostgreSQL (see
+ * queries.ts for how claims stay within each queue's concurrency across processes).
+ *
+ * - Wake-ups: LISTEN on `platform_jobs` (an enqueue of due work notifies at commit), a
+ *   finished attempt (a slot is free), and a poll every `pollIntervalMs` (delayed jobs
+ *   becoming due, and PGlite or a lost connection missing a notice).
+ * - An attempt: the consumer is resolved from the namespace's active release at dispatch;
+ *   it runs with `ctx.job = { id, queue, attempt }` and the queue's pinned
+ *   `timeoutSeconds`. Success ends the job; `errors.unavailable` (503), a timeout or a
+ *   crashed worker is retried while attempts remain; any other failure dead-letters it.
+ * - Leases: a claim leases the job for its timeout plus `leaseGraceSeconds`. A process
+ *   that dies leaves its jobs `running` until the lease expires; then any process moves
+ *   them on as a retryable failure of the attempt they were on (JOB_LEASE_EXPIRED). An
+ *   attempt's result is written only while it is still the job's current attempt, so a
+ *   late result from a presumed-dead process is ignored.
+ * - Apps that are not active: their due jobs wait `inactiveDelayMs` more, attempts untouched.
+ */
+import { hostname } from 'node:os'
+import { randomUUID } from 'node:crypto'
+import type { Db } from '../db/db.ts'
+import { findAppBySlug, type App } from '../apps/apps.ts'
+import type { Clock } from '../lib/clock.ts'
+import { coerceError } from '../lib/errors.ts'
+import type { Logger } from '../lib/logger.ts'
+import type { CronDeclaration, QueueDeclaration } from '../manifest/index.ts'
+import { failureResponse, type FunctionFailure, type FunctionHost } from '../functions/index.ts'
+import {
+  claimJobs,
+  JOBS_CHANNEL,
+  lockDueQueues,
+  markFailed,
+  markNotActive,
+  markNotStarted,
+  markSucceeded,
+  recoverExpiredLeases,
+  rescheduleInactiveApps,
+  type ClaimedJob,
+  type JobError,
+} from './queries.ts'
+
+export interface DispatcherOptions {
+  /** Most attempts this process runs at once. Default 32. */
+  readonly capacity?: number
+  /** Added to an attempt's timeout to form its lease. Default 60. */
+  readonly leaseGraceSeconds?: number
+  /** Poll for due work this often. Default 1000. */
+  readonly pollIntervalMs?: number
+  /** How long due jobs of a paused, suspended or archived app wait before being looked at again. Default 30 000. */
+  readonly inactiveDelayMs?: number
+}
+
+export interface DispatcherDeps extends DispatcherOptions {
+  readonly db: Db
+  readonly clock: Clock
+  readonly logger: Logger
+  readonly functions: FunctionHost
+  /** Generic failure messages (production) or detailed ones (development). */
+  readonly production: boolean
+}
+
+export interface Dispatcher {
+  /** Starts listening and polling. */
+  start(): Promise<void>
+  /** Stops claiming and waits for the attempts in flight to end. */
+  stop(): Promise<void>
+  /**
+   * One pass, awaited to the end: expired leases and inactive apps' due jobs are moved on,
+   * then due jobs are claimed (up to the free capacity) and their attempts run to their
+   * result. Returns how many attempts it ran. For tests and tools; `start` runs passes itself.
+   */
+  runDue(): Promise<number>
+}
+
+/** Bounded error text kept on a job: the latest failure's code and message. */
+const MAX_ERROR_MESSAGE = 1000
+
+export function boundedError(code: string, message: string): JobError {
+  return { code, message: message.length > MAX_ERROR_MESSAGE ? `${message.slice(0, MAX_ERROR_MESSAGE - 1)}…` : message }
+}
+
+/** Only `errors.unavailable` (503), a timeout and a crashed worker are worth another attempt. */
+export function isRetryable(failure: FunctionFailure): boolean {
+  if (failure.kind === 'timeout' || failure.kind === 'crashed') return true
+  return failure.kind === 'service' && failure.status === 503
+}
+
+interface Declarations {
+  readonly queues: ReadonlyMap<string, QueueDeclaration>
+  readonly cron: ReadonlyMap<string, CronDeclaration>
+}
+
+interface NamespaceFacts {
+  readonly slug: string
+  readonly devName: string
+}
+
+const MAX_CACHED = 256
+
+/**
+ * @example
+ * const dispatcher = createDispatcher({ db, clock, logger, functions, production: true })
+ * await dispatcher.start()
+ * // ... on shutdown
+ * await dispatcher.stop()
+ */
+export function createDispatcher(deps: DispatcherDeps): Dispatcher {
+  const { db, clock, logger } = deps
+  const capacity = deps.capacity ?? 32
+  const leaseGraceSeconds = deps.leaseGraceSeconds ?? 60
+  const pollIntervalMs = deps.pollIntervalMs ?? 1000
+  const inactiveDelayMs = deps.inactiveDelayMs ?? 30_000
+  const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
+  const inFlight = new Set<Promise<void>>()
+  /** A release's queue and cron declarations (a release never changes). */
+  const declarations = new Map<string, Promise<Declarations>>()
+  /** A namespace's app slug and development name (never change). */
+  const namespaces = new Map<string, Promise<NamespaceFacts>>()
+  let started = false
+  let stopped = false
+  let passing = false
+  let again = false
+  let poll: ReturnType<typeof setInterval> | undefined
+  let unlisten: (() => Promise<void>) | undefined
+
+  function declarationsOf(releaseId: string): Promise<Declarations> {
+    let entry = declarations.get(releaseId)
+    if (entry === undefined) {
+      if (declarations.size >= MAX_CACHED) declarations.delete(declarations.keys().next().value!)
+      entry = db
+        .query<{ queues: QueueDeclaration[] | null; cron: CronDeclaration[] | null }>(
+          `select manifest -> 'queues' as queues, manifest -> 'cron' as cron from platform.releases where id = $1`, [releaseId])
+        .then((rows) => ({
+          queues: new Map((rows[0]?.queues ?? []).map((queue) => [queue.name, queue])),
+          cron: new Map((rows[0]?.cron ?? []).map((cron) => [cron.name, cron])),
+        }))
+      entry.catch(() => declarations.delete(releaseId))
+      declarations.set(releaseId, entry)
+    }
+    return entry
+  }
+
+  function namespaceFacts(namespaceId: string): Promise<NamespaceFacts> {
+    let entry = namespaces.get(namespaceId)
+    if (entry === undefined) {
+      if (namespaces.size >= MAX_CACHED) namespaces.delete(namespaces.keys().next().value!)
+      entry = db
+        .query<{ slug: string; dev_name: string }>(
+          `select a.slug, n.dev_name from platform.namespaces n join platform.apps a on a.id = n.app_id where n.id = $1`, [namespaceId])
+        .then((rows) => {
+          if (rows[0] === undefined) throw new Error(`namespace ${namespaceId} not found`)
+          return { slug: rows[0].slug, devName: rows[0].dev_name }
+        })
+      entry.catch(() => namespaces.delete(namespaceId))
+      namespaces.set(namespaceId, entry)
+    }
+    return entry
+  }
+
+  async function activeReleaseOf(app: App, devName: string): Promise<string | null> {
+    if (devName === '') return app.activeReleaseId
+    const rows = await db.query<{ id: string }>(
+      `select id from platform.releases where app_id = $1 and dev_name = $2 and status = 'active'`, [app.id, devName])
+    return rows[0]?.id ?? null
+  }
+
+  async function maintain(): Promise<void> {
+    const now = clock.now()
+    const error = boundedError('JOB_LEASE_EXPIRED', 'The platform process running this attempt stopped before it finished')
+    while ((await recoverExpiredLeases(db, { now, error, limit: 500 })) === 500) { /* more expired leases */ }
+    await rescheduleInactiveApps(db, { now, runAt: new Date(now.getTime() + inactiveDelayMs) })
+  }
+
+  async function claim(limit: number): Promise<ClaimedJob[]> {
+    const now = clock.now()
+    return await db.transaction(async (tx) => {
+      const queues = await lockDueQueues(tx, now)
+      if (queues.length === 0) return []
+      return await claimJobs(tx, { queues, now, limit, owner, leaseGraceSeconds })
+    })
+  }
+
+  /** Runs one claimed attempt to its recorded result. Never rejects. */
+  async function attempt(job: ClaimedJob): Promise<void> {
+    const ids = { id: job.id, attempt: job.attempts }
+    try {
+      const facts = await namespaceFacts(job.namespace_id)
+      const app = await findAppBySlug(db, facts.slug)
+      if (app === null) return
+      if (app.status !== 'active') {
+        const now = clock.now()
+        await markNotStarted(db, { ...ids, now, runAt: new Date(now.getTime() + inactiveDelayMs) })
+        return
+      }
+      const releaseId = await activeReleaseOf(app, facts.devName)
+      const declared = releaseId === null ? null : await declarationsOf(releaseId)
+      let functionName: string | undefined
+      if (job.kind === 'queue') {
+        functionName = declared?.queues.get(job.queue)?.function
+        if (functionName === undefined) {
+          await markNotActive(db, { ...ids, now: clock.now(), error: boundedError('QUEUE_NOT_ACTIVE', `The queue "${job.queue}" is no longer declared`) })
+          return
+        }
+      } else {
+        const cronName = job.queue.slice('cron:'.length)
+        functionName = declared?.cron.get(cronName)?.function
+        if (functionName === undefined) {
+          await markNotActive(db, { ...ids, now: clock.now(), error: boundedError('CRON_NOT_ACTIVE', `The cron "${cronName}" is no longer declared`) })
+          return
+        }
+      }
+      const fn = facts.devName === '' ? await deps.functions.resolve(app, functionName) : await deps.functions.resolveDev(app, facts.devName, functionName)
+      if (fn === null || fn.declaration.access !== 'system') {
+        await markFailed(db, { ...ids, now: clock.now(), retryable: false, error: boundedError('FUNCTION_NOT_FOUND', `The consumer "${functionName}" is not a declared system Function`) })
+        return
+      }
+      const result = await deps.functions.run(fn, {
+        input: job.payload,
+        user: null,
+        job: job.kind === 'queue' ? { id: job.id, queue: job.queue, attempt: job.attempts } : null,
+        ...(job.timeout_seconds === null ? {} : { timeoutMs: job.timeout_seconds * 1000 }),
+      })
+      if (result.ok) {
+        await markSucceeded(db, { ...ids, now: clock.now() })
+        return
+      }
+      const environment = deps.production && facts.devName === '' ? 'production' : 'development'
+      const { body } = failureResponse(result.error, { environment })
+      await markFailed(db, { ...ids, now: clock.now(), retryable: isRetryable(result.error), error: boundedError(body.error.code, body.error.message) })
+    } catch (thrown) {
+      // The database or the host failed us: the job stays running and its lease expiry retries it.
+      logger.error('jobs: an attempt could not be completed', { jobId: job.id, attempt: job.attempts, error: coerceError(thrown).message })
+    }
+  }
+
+  function launch(job: ClaimedJob): Promise<void> {
+    const running = attempt(job).finally(() => {
+      inFlight.delete(running)
+      schedulePass()
+    })
+    inFlight.add(running)
+    return running
+  }
+
+  let lastMaintenance = 0
+  async function pass(): Promise<ClaimedJob[]> {
+    if (Date.now() - lastMaintenance >= pollIntervalMs) {
+      lastMaintenance = Date.now()
+      await maintain()
+    }
+    const free = capacity - inFlight.size
+    if (free <= 0) return []
+    const claimed = await claim(free)
+    // Full hands: there may be more due work; let the other processes look too.
+    if (claimed.length === free) await db.notify(JOBS_CHANNEL, '').catch(() => {})
+    return claimed
+  }
+
+  function schedulePass(): void {
+    if (!started || stopped) return
+    if (passing) {
+      again = true
+      return
+    }
+    passing = true
+    pass()
+      .then((claimed) => {
+        for (const job of claimed) void launch(job)
+      })
+      .catch((error: unknown) => logger.error('jobs: a dispatch pass failed', { error: coerceError(error).message }))
+      .finally(() => {
+        passing = false
+        if (again) {
+          again = false
+          schedulePass()
+        }
+      })
+  }
+
+  return {
+    async start() {
+      if (started) return
+      started = true
+      unlisten = await db.listen(JOBS_CHANNEL, () => schedulePass())
+      poll = setInterval(schedulePass, pollIntervalMs)
+      poll.unref()
+      schedulePass()
+    },
+
+    async stop() {
+      stopped = true
+      clearInterval(poll)
+      await unlisten?.().catch(() => {})
+      while (passing) await new Promise((resolve) => setTimeout(resolve, 5))
+      await Promise.allSettled([...inFlight])
+    },
+
+    async runDue() {
+      lastMaintenance = Date.now()
+      await maintain()
+      const free = capacity - inFlight.size
+      if (free <= 0) return 0
+      const claimed = await claim(free)
+      await Promise.all(claimed.map(launch))
+      return claimed.length
+    },
+  }
+}
