@@ -1,6 +1,7 @@
 // The `service` global, served at {app_url}/_service/sdk.js. Same-origin only: the browser's
 // HttpOnly session cookie authenticates every call, so no token material ever reaches page
-// scripts. `auth.currentUser()`, `auth.signInUrl()`, `auth.signOut()`, `ServiceError`.
+// scripts. `auth.currentUser()`, `auth.signInUrl()`, `auth.signOut()`, `functions.call()`,
+// `functions.stream()`, `ServiceError`.
 (function () {
   'use strict'
 
@@ -13,14 +14,28 @@
     }
   }
 
-  async function call(path, init) {
-    let response
+  /** Marks a Function's byte result (a streamed body) rather than a JSON value or error. */
+  const STREAM_HEADER = 'x-service-stream'
+
+  async function send(path, init) {
     try {
-      response = await fetch(path, Object.assign({ credentials: 'same-origin' }, init, {
+      return await fetch(path, Object.assign({ credentials: 'same-origin' }, init, {
         headers: Object.assign({ accept: 'application/json', 'x-service-sdk': '1' }, init && init.headers),
       }))
     } catch (error) {
       throw new ServiceError('NETWORK_ERROR', 'the platform could not be reached', { cause: String(error) })
+    }
+  }
+
+  async function call(path, init) {
+    return readJson(await send(path, init), path)
+  }
+
+  async function readJson(response, path) {
+    if (response.headers.get(STREAM_HEADER) === '1') {
+      if (response.body) response.body.cancel().catch(function () {})
+      throw new ServiceError('FUNCTION_RESULT_IS_STREAM',
+        'the Function returned a byte stream; read it with service.functions.stream', { function: functionName(path) })
     }
     const text = await response.text()
     let body = null
@@ -48,17 +63,95 @@
     },
   })
 
+  const FUNCTIONS_PATH = '/_service/functions/'
+
+  function functionName(path) {
+    return path.startsWith(FUNCTIONS_PATH) ? decodeURIComponent(path.slice(FUNCTIONS_PATH.length)) : undefined
+  }
+
+  function invoke(name, input, accept) {
+    return send(FUNCTIONS_PATH + encodeURIComponent(String(name)), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: accept },
+      body: JSON.stringify(input === undefined ? {} : input),
+    })
+  }
+
+  /**
+   * The Function's bytes as a ReadableStream<Uint8Array> (also async-iterable). A stream that
+   * breaks off before its end (the Function failed or timed out after its first byte, or the
+   * network went) errors with ServiceError STREAM_INTERRUPTED.
+   */
+  function guardedStream(body, name) {
+    if (!body) return iterable(new ReadableStream({ start: function (controller) { controller.close() } }))
+    const reader = body.getReader()
+    return iterable(new ReadableStream({
+      async pull(controller) {
+        let step
+        try {
+          step = await reader.read()
+        } catch (error) {
+          controller.error(new ServiceError('STREAM_INTERRUPTED', 'the stream of ' + name + ' broke off before its end', { cause: String(error) }))
+          return
+        }
+        if (step.done) controller.close()
+        else controller.enqueue(step.value)
+      },
+      cancel(reason) {
+        return reader.cancel(reason)
+      },
+    }, { highWaterMark: 0 }))
+  }
+
+  /** Browsers without async iteration of streams (Safari) get it here. */
+  function iterable(stream) {
+    if (typeof Symbol.asyncIterator === 'symbol' && !(Symbol.asyncIterator in stream)) {
+      stream[Symbol.asyncIterator] = async function* () {
+        const reader = stream.getReader()
+        try {
+          for (;;) {
+            const step = await reader.read()
+            if (step.done) return
+            yield step.value
+          }
+        } finally {
+          reader.releaseLock()
+        }
+      }
+    }
+    return stream
+  }
+
   const functions = Object.freeze({
-    /** Runs the app's Function `name` with `input`; resolves to its value, rejects with a ServiceError. */
+    /**
+     * Runs the app's Function `name` with `input`; resolves to its JSON value, rejects with a
+     * ServiceError. A Function that returns bytes rejects with FUNCTION_RESULT_IS_STREAM
+     * (it has run; use `stream` for it).
+     */
     async call(name, input) {
-      return call('/_service/functions/' + encodeURIComponent(String(name)), {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(input === undefined ? {} : input),
-      })
+      return readJson(await invoke(name, input, 'application/json'), FUNCTIONS_PATH + encodeURIComponent(String(name)))
     },
-    async stream(name) {
-      throw new ServiceError('NOT_IMPLEMENTED', 'Functions are not available on this platform yet', { function: String(name) })
+    /**
+     * Runs a Function that returns bytes (a Response, ReadableStream or Uint8Array) and
+     * resolves, at its first byte, to a ReadableStream<Uint8Array> of them, as they come:
+     *   const stream = await service.functions.stream('draft', { topic })
+     *   for await (const chunk of stream.pipeThrough(new TextDecoderStream())) output.append(chunk)
+     * A failure before the first byte rejects with the Function's ServiceError, as `call` does.
+     * A Function that returns a JSON value rejects with FUNCTION_RESULT_NOT_STREAM (it has
+     * run; use `call` for it); a byte result with an error status rejects with HTTP_<status>.
+     */
+    async stream(name, input) {
+      const response = await invoke(name, input, '*/*')
+      if (response.headers.get(STREAM_HEADER) !== '1') {
+        await readJson(response, FUNCTIONS_PATH + encodeURIComponent(String(name)))
+        throw new ServiceError('FUNCTION_RESULT_NOT_STREAM',
+          'the Function returned a JSON value, not a byte stream; call it with service.functions.call', { function: String(name) })
+      }
+      if (!response.ok) {
+        if (response.body) response.body.cancel().catch(function () {})
+        throw new ServiceError('HTTP_' + response.status, 'the Function answered ' + response.status, { function: String(name) })
+      }
+      return guardedStream(response.body, String(name))
     },
   })
 

@@ -43,7 +43,11 @@ export interface BrowserHarness {
 }
 
 /**
- * Starts the platform on a real HTTP server and launches Chromium.
+ * Starts the platform on a real HTTP server and launches Chromium. `baseDomain` (default
+ * `localhost`) puts the platform under another domain, which Chromium resolves to loopback:
+ * under `localhost` every app origin is its own site, while under a domain such as
+ * `apps.example.com` sibling apps are same-site, as they are in production (a domain under an
+ * unknown TLD such as `.test` is not registrable, so it behaves like `localhost`).
  *
  * @example
  * const b = await startBrowserHarness()
@@ -51,13 +55,14 @@ export interface BrowserHarness {
  * await page.goto(`${b.authUrl}/sign-in`)
  * await b.close()
  */
-export async function startBrowserHarness(): Promise<BrowserHarness> {
+export async function startBrowserHarness(options: { baseDomain?: string } = {}): Promise<BrowserHarness> {
   if (!existsSync(CHROMIUM_PATH)) {
     throw new Error(`the browser tests need Chromium at ${CHROMIUM_PATH}, which does not exist: ` +
       'install it with `apt-get install chromium` (.ci/run does this in CI); browsers are never downloaded')
   }
   const port = await freePort()
-  const baseUrl = `http://localhost:${port}`
+  const baseDomain = options.baseDomain ?? 'localhost'
+  const baseUrl = `http://${baseDomain}:${port}`
   const h = await startHarness(undefined, { baseUrl })
   const urls = h.platform.urls
 
@@ -67,7 +72,8 @@ export async function startBrowserHarness(): Promise<BrowserHarness> {
     // No custom createServer option, so serve() returns a node:http server.
     server = serve({ fetch: (request) => h.platform.fetch(request), port, hostname: '127.0.0.1' }) as HttpServer
     await listening(server)
-    browser = await chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS, timeout: WAIT_MS })
+    const resolve = baseDomain === 'localhost' ? [] : [`--host-resolver-rules=MAP ${baseDomain} 127.0.0.1, MAP *.${baseDomain} 127.0.0.1`]
+    browser = await chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: [...CHROMIUM_ARGS, ...resolve], timeout: WAIT_MS })
   } catch (error) {
     await browser?.close()
     if (server) await stop(server)

@@ -121,13 +121,17 @@ export interface ByteResult {
 /** A FunctionResult, or (for `bytes: true` requests) bytes, with `value` null. */
 export type InvokeResult = FunctionResult | { readonly ok: true; readonly value: null; readonly bytes: ByteResult }
 
-/** The failure a byte result's stream errors with when the invocation breaks off after the first byte. */
+/**
+ * The error a byte result's stream ends with when the invocation breaks off after the first
+ * byte. Its message names only the failure's kind, and `failure` is not enumerable, because
+ * the HTTP server logs stream errors as they are and the Function's message may hold data.
+ */
 export class ByteResultError extends Error {
   override readonly name = 'ByteResultError'
-  readonly failure: FunctionFailure
+  declare readonly failure: FunctionFailure
   constructor(failure: FunctionFailure) {
-    super(failure.message)
-    this.failure = failure
+    super(`a Function's byte stream broke off after its first byte (${failure.kind})`)
+    Object.defineProperty(this, 'failure', { value: failure, enumerable: false })
   }
 }
 
