@@ -286,5 +286,15 @@ describe(`data API identity and row-level security (${backend})`, () => {
       const asVaultOwner = await rest(h, 'vault', '/rpc/whoami', { token: vaultToken })
       assert.deepEqual(await expectJson(asVaultOwner, 200), { uid: owner.userId, role: 'authenticated', system: false })
     })
+
+    test('refuses a granted person on the next request once the grant is revoked, by bearer token and by cookie', async () => {
+      const ada = await signIn(h, 'vault', 'ada@example.test')
+      assert.equal((await h.request('/v1/apps/vault/grants', { token: owner.token, json: { email: 'ada@example.test' } })).status, 201)
+      assert.equal((await rest(h, 'vault', '/todos', { token: ada.accessToken })).status, 200)
+      assert.equal((await h.request(`/v1/apps/vault/grants/${ada.userId}`, { token: owner.token, method: 'DELETE' })).status, 204)
+      assert.equal((await expectJson(await rest(h, 'vault', '/todos', { token: ada.accessToken }), 403)).error.code, 'ACCESS_DENIED')
+      const byCookie = await ada.browser.fetch(`${appUrl('vault')}/rest/v1/todos`, { headers: { accept: 'application/json' } })
+      assert.equal((await expectJson(byCookie, 403)).error.code, 'ACCESS_DENIED')
+    })
   })
 })

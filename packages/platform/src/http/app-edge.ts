@@ -30,7 +30,8 @@ export interface Caller {
   via: 'anonymous' | 'session' | 'access_token' | 'app_token'
 }
 
-type EdgeEnv = { Variables: { app: App; caller: Caller } }
+/** `granted`: the caller's grant to this app, when identify read it with their session. */
+type EdgeEnv = { Variables: { app: App; caller: Caller; granted?: boolean } }
 
 export interface EdgeDeps {
   db: Db
@@ -143,12 +144,14 @@ export function appEdge(deps: EdgeDeps) {
         throw new ServiceError('AUTH_REQUIRED', 'the access token is not valid for this app')
       }
       c.set('caller', { user: state.user, appSessionId: state.appSession.id, via: 'access_token' })
+      c.set('granted', state.granted)
       return next()
     }
     const cookie = readCookie(c, COOKIES.appSession)
     const state = await resolveAppSession(deps.sessions, app.id, cookie)
     if (state.status === 'active') {
       c.set('caller', { user: state.user, appSessionId: state.appSession.id, via: 'session' })
+      c.set('granted', state.granted)
     } else {
       if (cookie) clearCookie(c, deps.cookies, COOKIES.appSession)
       c.set('caller', { user: null, appSessionId: null, via: 'anonymous' })
@@ -185,7 +188,7 @@ export function appEdge(deps: EdgeDeps) {
       if (wantsPage(c)) return c.redirect(signInRedirect(app, c.req.url.replace(/^[a-z]+:\/\/[^/]+/, origin(app))), 302)
       throw new ServiceError('AUTH_REQUIRED', 'this app is private: sign in first')
     }
-    if (!(await accessReason(deps.db, app, user))) {
+    if (!(await accessReason(deps.db, { app, user, granted: c.var.granted }))) {
       if (wantsPage(c)) {
         return page(c, 'No access', `<h1>No access</h1><p>You are signed in as <strong>${escapeHtml(user.email)}</strong>,
           but this app has not been shared with you. Ask its owner for access.</p>`, { status: 403 })

@@ -76,7 +76,8 @@ export async function exchangeCode(
 
 export type AppSessionState =
   | { status: 'none' }
-  | { status: 'active'; appSession: AppSession; user: User }
+  /** `granted`: the user holds a grant to the session's app (read in the same statement; see grants.ts). */
+  | { status: 'active'; appSession: AppSession; user: User; granted: boolean }
   | { status: 'signed_out' }
 
 interface AppSessionRow extends Record<string, unknown> {
@@ -86,11 +87,13 @@ interface AppSessionRow extends Record<string, unknown> {
   access_expires_at: Date
   app_session_expires_at: Date
   refresh_token_enc: string
+  granted: boolean
 }
 
 const APP_SESSION_USER = `a.id as app_session_id, a.app_id, a.session_id, a.access_expires_at, a.expires_at as app_session_expires_at,
   a.refresh_token_enc, u.id, u.organisation_id, u.email, u.display_name, u.organisation_role, u.is_platform_admin,
-  u.email_confirmed_at, u.confirmation_deadline, u.paused_at`
+  u.email_confirmed_at, u.confirmation_deadline, u.paused_at,
+  exists (select 1 from platform.app_grants g where g.app_id = a.app_id and g.user_id = a.user_id) as granted`
 
 function stateFromRow(row: AppSessionRow): AppSessionState {
   return {
@@ -104,6 +107,7 @@ function stateFromRow(row: AppSessionRow): AppSessionState {
       expiresAt: row.app_session_expires_at,
     },
     user: userFromRow(row as unknown as Parameters<typeof userFromRow>[0]),
+    granted: row.granted,
   }
 }
 

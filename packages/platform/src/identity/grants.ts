@@ -10,10 +10,23 @@ import type { User } from './users.ts'
 
 export type AccessReason = 'owner' | 'granted' | 'platform_admin'
 
-export async function accessReason(db: Queryable, app: App, user: User): Promise<AccessReason | null> {
+/**
+ * Why `user` may use the private `app`, or null. `granted` is whether the user holds a grant
+ * when the caller already read it (the app-session lookup does, in the same statement);
+ * otherwise it is read here.
+ *
+ * @example
+ *   const reason = await accessReason(db, { app, user, granted: state.granted })
+ */
+export async function accessReason(
+  db: Queryable,
+  input: { app: App; user: User; granted?: boolean | undefined },
+): Promise<AccessReason | null> {
+  const { app, user } = input
   if (app.ownerId === user.id) return 'owner'
   // Unconfirmed accounts cannot use private apps granted by others.
-  if (user.emailConfirmedAt && (await first(db, 'select 1 from platform.app_grants where app_id = $1 and user_id = $2', [app.id, user.id]))) {
+  if (user.emailConfirmedAt && (input.granted
+    ?? Boolean(await first(db, 'select 1 from platform.app_grants where app_id = $1 and user_id = $2', [app.id, user.id])))) {
     return 'granted'
   }
   if (user.isPlatformAdmin && user.emailConfirmedAt) return 'platform_admin'
