@@ -10,6 +10,9 @@
  *   service app access-token list|create|revoke|request <app> ...
  *   service operator create-user --email <email> --company <name> [--admin] [--platform-admin]
  *   service cron next "<expr>" [--tz <zone>] [--from <ISO>] [--count <n>]
+ *   service secrets set <NAME> | list | unset <NAME> [--app <app>] [--dev <name>]
+ *   service logs [--app <app>] [--dev <name>] [--function <name>] [--level <level>] [--from <ISO>] [--to <ISO>] [--limit <n>]
+ *   service functions invoke <name> --dev <name> [--input '<json>'] [--as owner|anonymous] [--app <app>]
  */
 import { parseArgs } from 'node:util'
 import { ApiError, createClient, type Client } from './client.ts'
@@ -22,18 +25,24 @@ import {
 } from './commands/access-token.ts'
 import { loginCommand, logoutCommand, pollOptions } from './commands/login.ts'
 import { cronNextCommand } from './commands/cron.ts'
+import { readSecretFromProcess, secretsCommand } from './commands/secrets.ts'
+import { logsCommand } from './commands/logs.ts'
+import { functionsInvokeCommand } from './commands/functions.ts'
 import { openCredentialStore, type CredentialStore } from './credentials.ts'
 
 export interface Io {
   out(line: string): void
   err(line: string): void
   env: Record<string, string | undefined>
+  /** Reads a secret value: piped stdin, else a hidden prompt (never the command line). */
+  readSecret?(prompt: string): Promise<string>
 }
 
 const USAGE = `usage: service <command>
 
   validate <dir>                 check an app directory's service.yaml and bundle layout
-  deploy <dir>                   deploy an app directory (creates the app on first deploy)
+  deploy <dir> [--dev <name>]    deploy an app directory (creates the app on first deploy);
+                                 --dev: into that development namespace, production untouched
   apps list                      list your apps
   releases list <app>            list an app's releases
   login                          sign in through the browser; the token goes to the OS credential store
@@ -50,6 +59,15 @@ const USAGE = `usage: service <command>
   cron next "<expr>" [--tz <zone>] [--from <ISO 8601>] [--count <n>]
                                  print when a schedule runs next (default 5 times, UTC, from now),
                                  one ISO 8601 instant with offset a line; offline
+  secrets set <NAME>             set a secret's value, read from piped stdin or a hidden prompt
+  secrets list                   names, declared/required, set, last update (never values)
+  secrets unset <NAME>           remove a secret's value
+                                 (secrets, logs, functions: --app <app>, default app.id of
+                                 ./service.yaml; --dev <name> for a development namespace)
+  logs [--function <name>] [--level debug|info|warn|error] [--from <ISO>] [--to <ISO>] [--limit <n>]
+                                 stored ctx.log lines, newest last
+  functions invoke <name> --dev <name> [--input '<json>'] [--as owner|anonymous]
+                                 run a Function of a development namespace; logs to stderr
 
 environment: SERVICE_URL (default http://localhost:8787), SERVICE_TOKEN (owner API token;
              otherwise the one service login stored), SERVICE_CREDENTIALS_FILE (keep tokens
@@ -60,6 +78,7 @@ const defaultIo: Io = {
   out: (line) => process.stdout.write(line + '\n'),
   err: (line) => process.stderr.write(line + '\n'),
   env: process.env,
+  readSecret: readSecretFromProcess,
 }
 
 export async function main(argv: string[], io: Io = defaultIo): Promise<number> {
@@ -79,6 +98,15 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         from: { type: 'string' },
         count: { type: 'string' },
         json: { type: 'boolean' },
+        app: { type: 'string' },
+        dev: { type: 'string' },
+        value: { type: 'string' },
+        function: { type: 'string' },
+        level: { type: 'string' },
+        to: { type: 'string' },
+        limit: { type: 'string' },
+        input: { type: 'string' },
+        as: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     })
@@ -103,7 +131,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
   const store = async () => (credentials ??= await openCredentialStore({ env: io.env }))
   // The owner token: SERVICE_TOKEN, else the one `service login` stored (looked up only by
   // commands that call the owner API).
-  const needsToken = ['deploy', 'apps', 'releases', 'app'].includes(command) && !(command === 'app' && arg === 'request')
+  const needsToken = ['deploy', 'apps', 'releases', 'app', 'secrets', 'logs', 'functions'].includes(command) && !(command === 'app' && arg === 'request')
   let token = io.env.SERVICE_TOKEN || undefined
   if (!token && needsToken) {
     try {
@@ -118,7 +146,17 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
       case 'validate':
         return await validateCommand(io, sub)
       case 'deploy':
-        return await deployCommand(io, client, sub)
+        return await deployCommand(io, client, sub, { dev: values.dev })
+      case 'secrets':
+        return await secretsCommand(io, client, { action: sub, name: arg, extra: positionals.slice(3), app: values.app, dev: values.dev, value: values.value, json: values.json ?? false })
+      case 'logs':
+        return await logsCommand(io, client, {
+          app: values.app, dev: values.dev, function: values.function, level: values.level,
+          from: values.from, to: values.to, limit: values.limit, json: values.json ?? false,
+        })
+      case 'functions':
+        if (sub === 'invoke') return await functionsInvokeCommand(io, client, { name: arg, app: values.app, dev: values.dev, input: values.input, as: values.as })
+        break
       case 'apps':
         if (sub === 'list') return await appsListCommand(io, client)
         break

@@ -1,4 +1,8 @@
-/** `service deploy <dir>`: uploads the bundle; creates the app first when it is new. */
+/**
+ * `service deploy <dir> [--dev <name>]`: uploads the bundle; creates the app first when it
+ * is new. With --dev the release goes to that development namespace (its own schema,
+ * roles, secrets and logs; created on its first deploy) and production is untouched.
+ */
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { validateManifest } from '@service/platform/manifest'
@@ -9,9 +13,9 @@ import { formatProblem } from './validate.ts'
 
 interface AppBody { app: { id: string; slug: string; url: string } }
 
-export async function deployCommand(io: Io, client: Client, dir: string | undefined): Promise<number> {
+export async function deployCommand(io: Io, client: Client, dir: string | undefined, options: { dev?: string | undefined } = {}): Promise<number> {
   if (!dir) {
-    io.err('usage: service deploy <dir>')
+    io.err('usage: service deploy <dir> [--dev <name>]')
     return 2
   }
   const manifestPath = join(dir, 'service.yaml')
@@ -37,9 +41,10 @@ export async function deployCommand(io: Io, client: Client, dir: string | undefi
     io.out(`created app ${app.slug}`)
   }
   const result = await client.call<{ release: { version: number }; migrationsApplied: string[]; warnings: { code: string; message: string; line: number; column: number }[] }>(
-    'POST', `/v1/apps/${app.id}/deployments`, collectBundleDir(dir))
+    'POST', `/v1/apps/${app.id}${options.dev ? `/dev/${encodeURIComponent(options.dev)}` : ''}/deployments`, collectBundleDir(dir))
   for (const w of result.warnings) io.err(`${manifestPath}:${w.line}:${w.column} ${w.code} warning: ${w.message}`)
   for (const m of result.migrationsApplied) io.out(`applied migration ${m}`)
-  io.out(`deployed ${app.slug} release ${result.release.version}: ${app.url}`)
+  if (options.dev) io.out(`deployed ${app.slug} release ${result.release.version} to development namespace ${options.dev}; run its Functions with: service functions invoke <name> --dev ${options.dev}`)
+  else io.out(`deployed ${app.slug} release ${result.release.version}: ${app.url}`)
   return 0
 }
