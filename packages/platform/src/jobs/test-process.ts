@@ -1,0 +1,30 @@
+/**
+ * Test support: a platform process for the multi-process jobs tests. Run as
+ * `node --import tsx test-process.ts <database url> <bundles dir>`; it opens the database,
+ * starts the jobs dispatcher with a short lease grace and poll, prints `ready` and runs
+ * until it is killed (SIGKILL in the crash test) or sent SIGTERM.
+ */
+import { randomBytes } from 'node:crypto'
+import { openPostgres } from '../db/postgres.ts'
+import { systemClock } from '../lib/clock.ts'
+import { createLogger } from '../lib/logger.ts'
+import { createPlatform } from '../platform.ts'
+
+const [url, bundlesDir] = process.argv.slice(2)
+if (!url || !bundlesDir) throw new Error('usage: test-process.ts <database url> <bundles dir>')
+const db = openPostgres({ url, maxConnections: 4 })
+const platform = createPlatform({
+  bundlesDir,
+  config: { baseUrl: new URL('http://localhost:8787'), production: false, smtpUrl: null, mailFrom: 'Service <no-reply@localhost>', registration: false },
+  masterKey: new Uint8Array(randomBytes(32)),
+  db,
+  clock: systemClock,
+  logger: createLogger({ level: 'error' }),
+  operatorKey: 'svc_operator_unused',
+  jobs: { leaseGraceSeconds: 1, pollIntervalMs: 100, capacity: 8 },
+})
+await platform.jobs.start()
+process.stdout.write('ready\n')
+process.on('SIGTERM', () => {
+  void platform.close().then(() => db.close()).then(() => process.exit(0))
+})
