@@ -58,7 +58,7 @@ export function countingDb(db: Db): CountingDb {
         record('BEGIN ... COMMIT (sent by the driver around a transaction)', 2, performance.now() - t0 - inner.ms)
       }
     },
-    listen: (channel, onPayload) => db.listen(channel, onPayload),
+    listen: (channel, onPayload, options) => db.listen(channel, onPayload, options),
     notify: (channel, payload) => db.notify(channel, payload),
     describe: () => db.describe(),
     close: () => db.close(),

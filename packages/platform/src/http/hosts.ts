@@ -27,8 +27,24 @@ export function hostUrls(baseUrl: URL): HostUrls {
   }
 }
 
+/** Classified Host headers (a handful in practice; emptied when full, so a flood of made-up hosts stays bounded). */
+const classified = new Map<string, HostTarget>()
+const MAX_CLASSIFIED = 1000
+
+/** What a Host header names under `baseUrl`; remembered, since every request asks (twice for an app). */
 export function classifyHost(hostHeader: string | undefined, baseUrl: URL): HostTarget {
   if (!hostHeader) return { kind: 'unknown' }
+  const key = `${baseUrl.href} ${hostHeader}`
+  let target = classified.get(key)
+  if (!target) {
+    target = Object.freeze(classify(hostHeader, baseUrl))
+    if (classified.size >= MAX_CLASSIFIED) classified.clear()
+    classified.set(key, target)
+  }
+  return target
+}
+
+function classify(hostHeader: string, baseUrl: URL): HostTarget {
   let host: URL
   try {
     host = new URL(`${baseUrl.protocol}//${hostHeader}`)

@@ -42,20 +42,20 @@ export function createHttpApp(deps: { baseUrl: URL; hosts: HostApps; logger: Log
     return wrapper.route('/', app)
   }
   const hosts = { base: wrap(deps.hosts.base), auth: wrap(deps.hosts.auth), app: wrap(deps.hosts.app) }
-  const root = new Hono()
-  root.onError(onError)
-  root.all('*', (c) => {
-    const target = classifyHost(c.req.header('host') ?? new URL(c.req.url).host, deps.baseUrl)
-    switch (target.kind) {
-      case 'base':
-        return hosts.base.fetch(c.req.raw)
-      case 'auth':
-        return hosts.auth.fetch(c.req.raw)
-      case 'app':
-        return hosts.app.fetch(c.req.raw)
-      case 'unknown':
-        return c.json({ error: { code: 'HOST_NOT_FOUND', message: 'this platform does not serve that host' } }, 404)
-    }
-  })
-  return root
+  // The dispatcher is a plain function, not another Hono app: one routing pass per request.
+  return {
+    fetch(request: Request): Response | Promise<Response> {
+      const target = classifyHost(request.headers.get('host') ?? new URL(request.url).host, deps.baseUrl)
+      switch (target.kind) {
+        case 'base':
+          return hosts.base.fetch(request)
+        case 'auth':
+          return hosts.auth.fetch(request)
+        case 'app':
+          return hosts.app.fetch(request)
+        case 'unknown':
+          return Response.json({ error: { code: 'HOST_NOT_FOUND', message: 'this platform does not serve that host' } }, { status: 404 })
+      }
+    },
+  }
 }
