@@ -209,11 +209,23 @@ export type JobState = 'queued' | 'running' | 'retry_wait' | 'succeeded' | 'dead
  */
 export interface Job {
   readonly id: string
+  /** The queue; `cron:<name>` for a cron run. */
   readonly queue: string
+  readonly kind: 'queue' | 'cron'
   readonly state: JobState
+  /** Attempts started so far; the first delivery is attempt 1. */
+  readonly attempts: number
+  readonly maxAttempts: number
   /** ISO 8601 timestamps. */
   readonly createdAt: string
   readonly updatedAt: string
+  /** When the next attempt is due (`queued`, `retry_wait`), else null. */
+  readonly runAt: string | null
+  /** When the latest attempt started, or null. */
+  readonly startedAt: string | null
+  /** When the job succeeded or was dead-lettered, or null. */
+  readonly finishedAt: string | null
+  /** The latest failure, bounded (message at most 1,000 characters). */
   readonly lastError: { readonly code: string; readonly message: string } | null
 }
 

@@ -73,7 +73,10 @@ function context(rows: Row[], overrides: Partial<InvocationContext> = {}): { con
         async enqueue(queue, payload, options) {
           recorded.enqueued.push({ queue, payload, options })
           const now = new Date(0).toISOString()
-          return { id: 'job-1', queue, state: 'queued', createdAt: now, updatedAt: now, lastError: null }
+          return {
+            id: 'job-1', queue, kind: 'queue', state: 'queued', attempts: 0, maxAttempts: 3, createdAt: now, updatedAt: now,
+            runAt: now, startedAt: null, finishedAt: null, lastError: null,
+          }
         },
         get: unused,
       },

@@ -282,7 +282,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     async start() {
       if (started) return
       started = true
-      unlisten = await db.listen(JOBS_CHANNEL, () => schedulePass())
+      // A (re)established subscription may have missed notices: look at once.
+      unlisten = await db.listen(JOBS_CHANNEL, () => schedulePass(), { onListen: () => schedulePass() })
       poll = setInterval(schedulePass, pollIntervalMs)
       poll.unref()
       schedulePass()
