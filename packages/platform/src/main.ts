@@ -49,6 +49,8 @@ deadlines.unref()
 // Background jobs and cron runs: the dispatcher (shares the work with every other process
 // on this database) and the 14-day retention purge.
 await platform.jobs.start()
+// Cron: one process at a time (a lease) turns due occurrences into jobs.
+platform.cron.start()
 
 let stopping = false
 async function shutdown(signal: string) {
@@ -56,6 +58,7 @@ async function shutdown(signal: string) {
   stopping = true
   logger.info('shutting down', { signal })
   clearInterval(deadlines)
+  await platform.cron.stop()
   await platform.jobs.stop()
   server.close()
   await platform.close()

@@ -34,6 +34,7 @@ import { createDataApi, createSchemaCache } from './data-api/index.ts'
 import { callFunction, callRoute, createFunctionHost, type FunctionHost } from './functions/index.ts'
 import { join } from 'node:path'
 import { createJobs, jobRoutes, type Jobs, type JobsOptions } from './jobs/index.ts'
+import { createCronScheduler, cronRoutes, type CronScheduler, type CronSchedulerOptions } from './cron/index.ts'
 
 export interface PlatformDeps {
   config: Pick<Config, 'baseUrl' | 'production' | 'smtpUrl' | 'mailFrom' | 'registration'> &
@@ -51,6 +52,8 @@ export interface PlatformDeps {
   bundlesDir?: string
   /** Dispatcher tuning (capacity, lease grace, poll interval); tests shorten them. */
   jobs?: JobsOptions
+  /** Cron scheduler tuning (tick interval, lease length). */
+  cron?: CronSchedulerOptions
 }
 
 export interface Platform {
@@ -61,6 +64,8 @@ export interface Platform {
   functions: FunctionHost
   /** Background jobs: `start()` runs the dispatcher and retention purge (main.ts does). */
   jobs: Jobs
+  /** The cron scheduler: `start()` runs its loop (main.ts does); tests call `tick()`. */
+  cron: CronScheduler
   /**
    * Resolves once the app edge's caches listen for change notices; they start on first use
    * otherwise, and read through until then.
@@ -101,6 +106,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   owner.route('/', devInvokeRoutes({ db, host: () => functions }))
   owner.route('/', grantRoutes({ db }))
   owner.route('/', jobRoutes({ db, clock }))
+  owner.route('/', cronRoutes({ db, clock }))
   owner.route('/', appTokenRoutes({ db, clock, urls, revealKey }))
   base.route('/v1/apps', owner)
 
@@ -118,11 +124,12 @@ export function createPlatform(deps: PlatformDeps): Platform {
     jobs: { answer: (call) => jobs.answer(call) },
   })
   const jobs = createJobs({ db, clock, logger, functions, production: deps.config.production, ...deps.jobs })
+  const cron = createCronScheduler({ db, clock, logger, ...deps.cron })
 
-  const functionCalls = { host: functions, production: deps.config.production, appOrigin: (app: App) => urls.app(app.slug) }
   // Both listen for change notices from their first use until close().
   const appDirectory = createAppDirectory({ db, clock })
   const appTokens = createAppTokenVerifier({ db, clock })
+  const functionCalls = { host: functions, production: deps.config.production, appOrigin: (app: App) => urls.app(app.slug) }
   const app = appEdge({
     db,
     clock,
@@ -148,10 +155,12 @@ export function createPlatform(deps: PlatformDeps): Platform {
     urls,
     functions,
     jobs,
+    cron,
     ready: async () => {
       await Promise.all([appDirectory.listening(), appTokens.listening()])
     },
     close: async () => {
+      await cron.stop()
       await jobs.stop()
       await Promise.all([functions.close(), appDirectory.close(), appTokens.close()])
     },

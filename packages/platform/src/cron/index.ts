@@ -1,16 +1,11 @@
-// Public surface of the cron feature: parsing five-field schedules, when a schedule runs
-// in a time zone (shared by the scheduler and the CLI), and instants printed with the
-// zone's offset.
+// Public surface of the cron feature: schedule times (times.ts, also the CLI's), the
+// scheduler that turns occurrences into jobs, and the owner API (list, run now).
 
-export { cronExpressionError, parseCronExpression, type CronExpression, type CronParseResult } from './expression.ts'
-export { isValidTimeZone } from './timezone.ts'
 export {
-  CronScheduleError,
-  EARLIEST_INSTANT,
-  LATEST_INSTANT,
-  latestOccurrence,
-  nextOccurrences,
-  type LatestOccurrenceOptions,
-  type NextOccurrencesOptions,
-} from './next.ts'
-export { formatInstant, instantOfWallTime, wallMs } from './zone-time.ts'
+  CronScheduleError, EARLIEST_INSTANT, LATEST_INSTANT, cronExpressionError, formatInstant, instantOfWallTime, isValidTimeZone,
+  latestOccurrence, nextOccurrences, parseCronExpression, wallMs,
+  type CronExpression, type CronParseResult, type LatestOccurrenceOptions, type NextOccurrencesOptions,
+} from './times.ts'
+export { createCronScheduler, evaluateSchedules, COALESCE_WINDOW_MS, type CronScheduler, type CronSchedulerOptions, type CronTick } from './scheduler.ts'
+export { cronRoutes } from './routes.ts'
+export { listAppCrons, triggerCronRun, type CronView } from './app-crons.ts'

@@ -62,6 +62,7 @@ export const ERROR_CODES = {
   CRON_NOT_ACTIVE: 409,
   JOB_LEASE_EXPIRED: 502,
   JOB_NOT_FOUND: 404,
+  CRON_NOT_FOUND: 404,
 } as const
 
 export type ErrorCode = keyof typeof ERROR_CODES
