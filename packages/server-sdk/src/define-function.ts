@@ -15,7 +15,16 @@ import { isPlainObject } from './plain-object.ts'
 import { describeValue, formatPath, isSchema, type Infer, type Issue, type ObjectSchema, type Schema, type Shape } from './schema.ts'
 import { SERVICE_SDK_VERSION } from './version.ts'
 
-/** A handler: receives the context with parsed input, returns (or resolves to) the result. */
+/**
+ * A handler: receives the context with parsed input, returns (or resolves to) the result:
+ * a JSON value, or, for HTTP callers only (`service.functions.stream`, Function routes),
+ * bytes: a `Response` (its status and a safe set of its headers are kept), a
+ * `ReadableStream` of `Uint8Array` or string chunks, or a `Uint8Array`. Bytes stream to the
+ * caller as the handler produces them; queue and cron invocations take JSON only.
+ *
+ * @example
+ * handler: ({ http }) => new Response(`id,title\n`, { headers: { 'content-type': 'text/csv' } })
+ */
 export type FunctionHandler<Input, Output> = (context: FunctionContext<Input>) => Output | Promise<Output>
 
 /** What `defineFunction` returns and what a Function module exports as its default. */

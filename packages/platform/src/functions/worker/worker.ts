@@ -367,13 +367,23 @@ function cancelQuietly(value: ByteResultValue): void {
   body?.cancel().catch(() => {})
 }
 
+/** A chunk that is neither bytes nor text. */
+class ChunkTypeError extends TypeError {
+  override readonly name = 'ChunkTypeError'
+}
+
+/** Why reading a returned stream failed: a chunk of the wrong type, or what the stream threw. */
+function streamFailure(error: unknown): WireFailure {
+  return error instanceof ChunkTypeError ? { kind: 'invalid_return', message: error.message } : thrownFailure(error)
+}
+
 /** A chunk of a Function's stream as bytes: Uint8Array (or another view, or ArrayBuffer) or a string (UTF-8). */
 function chunkBytes(chunk: unknown): Uint8Array {
   if (chunk instanceof Uint8Array) return chunk
   if (typeof chunk === 'string') return encoder.encode(chunk)
   if (ArrayBuffer.isView(chunk)) return new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength)
   if (chunk instanceof ArrayBuffer) return new Uint8Array(chunk)
-  throw new TypeError(`a chunk of the returned stream is ${chunk === null ? 'null' : typeof chunk}; a byte stream carries Uint8Array or string chunks`)
+  throw new ChunkTypeError(`a chunk of the returned stream is ${chunk === null ? 'null' : typeof chunk}; a byte stream carries Uint8Array or string chunks`)
 }
 
 /** Reads until there is a byte to send or the stream ends; true when there is one. */
@@ -425,10 +435,7 @@ async function startByteResult(invocation: Invocation, value: ByteResultValue): 
   } catch (error) {
     invocation.ended = true
     stream.reader?.cancel().catch(() => {})
-    const failure = error instanceof TypeError && error.message.includes('a byte stream carries')
-      ? { kind: 'invalid_return' as const, message: error.message }
-      : thrownFailure(error)
-    send({ type: 'result', id: invocation.id, ok: false, error: failure })
+    send({ type: 'result', id: invocation.id, ok: false, error: streamFailure(error) })
     return
   }
   if (!headers.some(([name]) => name === 'content-type')) {
@@ -449,10 +456,7 @@ function pullByteResult(id: string): void {
       more = await fill(stream)
     } catch (error) {
       endByteResult(stream)
-      const failure = error instanceof TypeError && error.message.includes('a byte stream carries')
-        ? { kind: 'invalid_return' as const, message: error.message }
-        : thrownFailure(error)
-      send({ type: 'result', id, ok: false, error: failure })
+      send({ type: 'result', id, ok: false, error: streamFailure(error) })
       return
     }
     if (!more) {
