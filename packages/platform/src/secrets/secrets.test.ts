@@ -205,6 +205,18 @@ describe(`app secrets (${backend})`, () => {
     ])
   })
 
+  test("a Function of another app declaring the same name reads its own app's value, never this one's", async () => {
+    assert.equal((await h.request('/v1/apps', { token: otherToken, json: { slug: 'copycat', visibility: 'public' } })).status, 201)
+    const deployed = await api('POST', '/v1/apps/copycat/deployments', { as: otherToken, json: bundle({ 'service.yaml': manifest('copycat', SECRETS_YAML), ...FILES }) })
+    assert.equal(deployed.status, 201, deployed.text)
+    const res = await h.request('/_service/functions/secret', {
+      host: 'copycat', method: 'POST', headers: { 'x-service-sdk': '1', 'content-type': 'application/json' }, body: JSON.stringify({ mode: 'get' }),
+    })
+    assert.deepEqual(await res.json(), { value: null, unset: null })
+    assert.equal((await api('PUT', '/v1/apps/copycat/secrets/API_KEY', { as: otherToken, json: { value: 'copycat value' } })).status, 201)
+    assert.deepEqual((await call('get')).body, { value: SECRET, unset: null })
+  })
+
   test('a development namespace does not see production values', async () => {
     const dev = await api('POST', '/v1/apps/vault/dev/alice/deployments', { json: bundle({ 'service.yaml': manifest('vault', SECRETS_YAML), ...FILES }) })
     assert.equal(dev.status, 201, dev.text)
