@@ -151,6 +151,7 @@ describe('byte results', () => {
     const after = pulled()
     for (let trip = 0; trip < 3; trip += 1) await invoke('text-stream', { bytes: false })
     assert.equal(pulled(), after, 'no pulls after the cancel')
+    assert.deepEqual(pool.logger.lines.filter((line) => line.level === 'warn').map((line) => line.message), [], 'the cancelled stream ends quietly')
   })
 
   test('a failure before the first byte is an ordinary failed result', async () => {

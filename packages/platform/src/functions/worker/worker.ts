@@ -455,10 +455,12 @@ function pullByteResult(id: string): void {
     try {
       more = await fill(stream)
     } catch (error) {
+      if (byteStreams.get(id) !== stream) return
       endByteResult(stream)
       send({ type: 'result', id, ok: false, error: streamFailure(error) })
       return
     }
+    if (byteStreams.get(id) !== stream) return // cancelled while reading: the platform has let it go
     if (!more) {
       endByteResult(stream)
       send({ type: 'result', id, ok: true, value: null })
