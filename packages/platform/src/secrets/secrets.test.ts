@@ -97,6 +97,9 @@ describe(`app secrets (${backend})`, () => {
   }
 
   test('a deploy with a required secret without a value warns at its line and still serves', async () => {
+    const dry = await api('POST', '/v1/apps/vault/deployments?dryRun=true', { json: bundle({ 'service.yaml': manifest('vault', SECRETS_YAML), ...FILES }) })
+    assert.equal(dry.status, 200, dry.text)
+    assert.deepEqual(dry.body.warnings.map((w: any) => w.code), ['SECRET_NOT_SET', 'SECRET_NOT_SET'])
     const res = await api('POST', '/v1/apps/vault/deployments', { json: bundle({ 'service.yaml': manifest('vault', SECRETS_YAML), ...FILES }) })
     assert.equal(res.status, 201, res.text)
     const warnings = res.body.warnings.filter((w: any) => w.code === 'SECRET_NOT_SET')
