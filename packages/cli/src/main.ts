@@ -10,6 +10,7 @@
  *   service app access-token list|create|revoke|request <app> ...
  *   service operator create-user --email <email> --company <name> [--admin] [--platform-admin]
  *   service cron next "<expr>" [--tz <zone>] [--from <ISO>] [--count <n>]
+ *   service cron list <app> | service cron run <app> <name>
  *   service secrets set <NAME> | list | unset <NAME> [--app <app>] [--dev <name>]
  *   service logs [--app <app>] [--dev <name>] [--function <name>] [--level <level>] [--from <ISO>] [--to <ISO>] [--limit <n>]
  *   service functions invoke <name> --dev <name> [--input '<json>'] [--as owner|anonymous] [--app <app>]
@@ -24,7 +25,7 @@ import {
   accessTokenCreateCommand, accessTokenListCommand, accessTokenRequestCommand, accessTokenRevokeCommand,
 } from './commands/access-token.ts'
 import { loginCommand, logoutCommand, pollOptions } from './commands/login.ts'
-import { cronNextCommand } from './commands/cron.ts'
+import { cronListCommand, cronNextCommand, cronRunCommand } from './commands/cron.ts'
 import { readSecretFromProcess, secretsCommand } from './commands/secrets.ts'
 import { logsCommand } from './commands/logs.ts'
 import { functionsInvokeCommand } from './commands/functions.ts'
@@ -59,6 +60,8 @@ const USAGE = `usage: service <command>
   cron next "<expr>" [--tz <zone>] [--from <ISO 8601>] [--count <n>]
                                  print when a schedule runs next (default 5 times, UTC, from now),
                                  one ISO 8601 instant with offset a line; offline
+  cron list <app>                list an app's cron entries with their next run
+  cron run <app> <name>          run a cron entry now (same input as a scheduled run)
   secrets set <NAME>             set a secret's value, read from piped stdin or a hidden prompt
   secrets list                   names, declared/required, set, last update (never values)
   secrets unset <NAME>           remove a secret's value
@@ -131,7 +134,8 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
   const store = async () => (credentials ??= await openCredentialStore({ env: io.env }))
   // The owner token: SERVICE_TOKEN, else the one `service login` stored (looked up only by
   // commands that call the owner API).
-  const needsToken = ['deploy', 'apps', 'releases', 'app', 'secrets', 'logs', 'functions'].includes(command) && !(command === 'app' && arg === 'request')
+  const needsToken = ['deploy', 'apps', 'releases', 'app', 'secrets', 'logs', 'functions', 'cron'].includes(command) && !(command === 'app' && arg === 'request')
+    && !(command === 'cron' && sub === 'next')
   let token = io.env.SERVICE_TOKEN || undefined
   if (!token && needsToken) {
     try {
@@ -178,6 +182,8 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
           }
           return cronNextCommand(io, { expression: arg, tz: values.tz, from: values.from, count: values.count, now: new Date() })
         }
+        if (sub === 'list') return await cronListCommand(io, client, arg)
+        if (sub === 'run') return await cronRunCommand(io, client, { app: arg, name: arg2 })
         break
       case 'operator':
         if (sub === 'create-user') {

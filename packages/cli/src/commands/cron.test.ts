@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { describe, test } from 'node:test'
+import { after, before, describe, test } from 'node:test'
 import { promisify } from 'node:util'
+import type { ServerType } from '@hono/node-server'
 import { nextOccurrences } from '@service/platform/cron'
-import { capture } from '../../test/cli-harness.ts'
+import { bundle, manifest, startHarness, type Harness } from '../../../platform/test/harness.ts'
+import { backend } from '../../../platform/test/test-db.ts'
+import { capture, serveHarness } from '../../test/cli-harness.ts'
 import { main } from '../main.ts'
 
 async function run(...args: string[]) {
@@ -91,5 +94,68 @@ describe('service cron next', () => {
       assert.match(error.stderr ?? '', /minute field "61": 61 is out of range 0-59/)
       return true
     })
+  })
+})
+
+describe(`service cron list and run over HTTP (${backend})`, () => {
+  let h: Harness
+  let server: ServerType
+  let env: Record<string, string>
+  before(async () => {
+    h = await startHarness()
+    let url: string
+    ;({ server, url } = await serveHarness(h))
+    const { token } = await h.createOwner('cli-cron@acme.test')
+    env = { SERVICE_URL: url, SERVICE_TOKEN: token }
+    assert.equal((await h.request('/v1/apps', { token, json: { slug: 'ticks', visibility: 'public' } })).status, 201)
+    const res = await h.request('/v1/apps/ticks/deployments', {
+      token,
+      json: bundle({
+        'service.yaml': manifest('ticks', `functions:
+  - name: target
+    entrypoint: functions/target.ts
+    access: system
+cron:
+  - name: nightly
+    schedule: "30 2 * * *"
+    function: target
+    timezone: Europe/Berlin
+  - name: paused
+    schedule: "0 * * * *"
+    function: target
+    enabled: false
+`),
+        'functions/target.ts': `import { defineFunction, literal, object, string } from '@service/server'
+export default defineFunction({ input: object({ source: literal('service.cron'), name: string(), scheduledAt: string() }), async handler() { return null } })`,
+      }),
+    })
+    assert.equal(res.status, 201, await res.text())
+  })
+  after(async () => {
+    server.close()
+    await h.close()
+  })
+
+  test('cron list prints each entry with its next run in its zone, or that it is disabled', async () => {
+    const { io, out } = capture(env)
+    assert.equal(await main(['cron', 'list', 'ticks'], io), 0)
+    assert.equal(out.length, 2)
+    assert.match(out[0]!, /^nightly +"30 2 \* \* \*" +Europe\/Berlin +target +next 2026-11-22T02:30:00\+01:00$/)
+    assert.match(out[1]!, /^paused +"0 \* \* \* \*" +UTC +target +disabled$/)
+  })
+
+  test('cron run queues a run now and prints its job; an unknown name is CRON_NOT_FOUND', async () => {
+    const ran = capture(env)
+    assert.equal(await main(['cron', 'run', 'ticks', 'nightly'], ran.io), 0)
+    const jobId = /job ([0-9a-f-]{36})$/.exec(ran.out[0]!)?.[1]
+    assert.ok(jobId, ran.out[0])
+    assert.match(ran.out[0]!, /^queued a run of nightly \(scheduledAt 2026-11-21T12:00:00.000Z\)/)
+    const job = await h.request(`/v1/apps/ticks/jobs/${jobId}`, { token: env.SERVICE_TOKEN! })
+    assert.equal(((await job.json()) as { job: { queue: string } }).job.queue, 'cron:nightly')
+    const unknown = capture(env)
+    assert.equal(await main(['cron', 'run', 'ticks', 'nope'], unknown.io), 1)
+    assert.match(unknown.err[0]!, /^error CRON_NOT_FOUND: /)
+    const usage = capture(env)
+    assert.equal(await main(['cron', 'run', 'ticks'], usage.io), 2)
   })
 })

@@ -2,11 +2,49 @@
  * `service cron next "<expr>" [--tz Zone] [--from ISO] [--count N]`: the next times a
  * schedule runs, computed offline by the platform's own cron code (the scheduler uses the
  * same functions), one ISO 8601 instant with the zone's offset per line.
+ * `service cron list <app>` and `service cron run <app> <name>`: the owner API's cron
+ * listing and manual run.
  */
 import {
   CronScheduleError, formatInstant, instantOfWallTime, isValidTimeZone, nextOccurrences, wallMs,
 } from '@service/platform/cron'
+import type { Client } from '../client.ts'
 import type { Io } from '../main.ts'
+
+interface CronEntry {
+  name: string
+  schedule: string
+  timezone: string
+  function: string
+  enabled: boolean
+  nextRunAtLocal: string | null
+}
+
+export async function cronListCommand(io: Io, client: Client, app: string | undefined): Promise<number> {
+  if (!app) {
+    io.err('usage: service cron list <app>')
+    return 2
+  }
+  const { cron } = await client.call<{ cron: CronEntry[] }>('GET', `/v1/apps/${encodeURIComponent(app)}/cron`)
+  if (cron.length === 0) io.out(`${app} declares no cron in its active release`)
+  for (const entry of cron) {
+    const next = entry.enabled ? `next ${entry.nextRunAtLocal ?? '- (app not active)'}` : 'disabled'
+    io.out(`${entry.name.padEnd(24)} ${`"${entry.schedule}"`.padEnd(20)} ${entry.timezone.padEnd(20)} ${entry.function.padEnd(20)} ${next}`)
+  }
+  return 0
+}
+
+export async function cronRunCommand(io: Io, client: Client, target: { app: string | undefined; name: string | undefined }): Promise<number> {
+  const { app, name } = target
+  if (!app || !name) {
+    io.err('usage: service cron run <app> <name>')
+    return 2
+  }
+  const { run } = await client.call<{ run: { jobId: string; cron: string; scheduledAt: string } }>(
+    'POST', `/v1/apps/${encodeURIComponent(app)}/cron/${encodeURIComponent(name)}/runs`)
+  io.out(`queued a run of ${run.cron} (scheduledAt ${run.scheduledAt}): job ${run.jobId}`)
+  return 0
+}
 
 export const CRON_NEXT_USAGE = 'usage: service cron next "<expr>" [--tz <zone>] [--from <ISO 8601>] [--count <1-1000>]'
 const DEFAULT_COUNT = 5

@@ -158,6 +158,16 @@ describe(`the cron scheduler (${backend})`, () => {
     assert.deepEqual((await runs()).map((run) => run.scheduledAt), ['2026-11-21T15:00:00.000Z'])
   })
 
+  test('a namespace at its active-job limit still gets its cron run (capacity delays, never drops)', async () => {
+    await deploy(entry('hourly', '0 * * * *'))
+    await h.t.db.query(
+      `insert into platform.job_namespaces (namespace_id, active)
+         select n.id, 10000 from platform.namespaces n join platform.apps a on a.id = n.app_id where a.slug = $1
+       on conflict (namespace_id) do update set active = 10000`, [slug])
+    assert.equal((await tickAt('2026-11-21T13:00:01Z')).enqueued, 1)
+    assert.deepEqual((await runs()).map((run) => run.scheduledAt), ['2026-11-21T13:00:00.000Z'])
+  })
+
   test('the state of removed declarations is forgotten', async () => {
     await deploy(entry('a', '0 * * * *') + entry('b', '0 * * * *'))
     await tickAt('2026-11-21T13:00:01Z')
