@@ -13,7 +13,7 @@ import type { App, AppDirectory } from '../apps/apps.ts'
 import type { Frontend } from '../frontend/serve.ts'
 import type { HostUrls } from './hosts.ts'
 import { BROWSER_SDK_SOURCE } from '@service/browser-sdk'
-import { mintAccessToken, verifyAccessToken } from '../identity/access-tokens.ts'
+import { createAccessTokenVerifier, mintAccessToken } from '../identity/access-tokens.ts'
 import { appSessionById, exchangeCode, resolveAppSession, signOutAppSession, type AppSessionDeps } from '../identity/app-sessions.ts'
 import { clearCookie, COOKIES, readCookie, writeCookie, type CookieOptions } from '../identity/cookies.ts'
 import { accessReason } from '../identity/grants.ts'
@@ -61,6 +61,7 @@ function userView(user: User) {
 
 export function appEdge(deps: EdgeDeps) {
   const edge = new Hono<EdgeEnv>()
+  const verifyAccessToken = createAccessTokenVerifier(deps.jwtKey, deps.clock)
   const origin = (app: App) => deps.urls.app(app.slug)
   const signInRedirect = (app: App, returnTo: string) =>
     `${deps.urls.auth}/authorize?app=${encodeURIComponent(app.slug)}&return_to=${encodeURIComponent(returnTo)}`
@@ -138,7 +139,7 @@ export function appEdge(deps: EdgeDeps) {
         c.set('caller', { user: verified.owner, appSessionId: null, via: 'app_token' })
         return next()
       }
-      const claims = match ? await verifyAccessToken(deps.jwtKey, deps.clock, match[1]!, app.id) : null
+      const claims = match ? await verifyAccessToken(match[1]!, app.id) : null
       const state = claims ? await appSessionById(deps.sessions, app.id, claims.sid) : { status: 'none' as const }
       if (state.status !== 'active' || state.user.id !== claims!.sub) {
         throw new ServiceError('AUTH_REQUIRED', 'the access token is not valid for this app')

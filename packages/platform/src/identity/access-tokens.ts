@@ -48,3 +48,30 @@ export async function verifyAccessToken(key: Uint8Array, clock: Clock, token: st
     throw error
   }
 }
+
+/**
+ * `verifyAccessToken` with a memory of tokens already verified, as PostgREST 12 caches JWTs:
+ * a token that verified once is accepted again without the HMAC until its `exp` (checked
+ * against the clock each time), for the same app only. Failures are not remembered. Whether
+ * the token's app session is still active is not part of this; the edge checks that on every
+ * request.
+ *
+ * @example
+ *   const verify = createAccessTokenVerifier(jwtKey, clock)
+ *   const claims = await verify(token, app.id)
+ */
+export function createAccessTokenVerifier(key: Uint8Array, clock: Clock, options: { maxEntries?: number } = {}) {
+  const maxEntries = options.maxEntries ?? 10_000
+  const verified = new Map<string, { claims: AccessClaims; appId: string; expiresAtMs: number }>()
+  return async (token: string, appId: string): Promise<AccessClaims | null> => {
+    const hit = verified.get(token)
+    if (hit && hit.appId === appId && clock.now().getTime() < hit.expiresAtMs) return hit.claims
+    const claims = await verifyAccessToken(key, clock, token, appId)
+    const exp = (claims as { exp?: unknown } | null)?.exp
+    if (claims && typeof exp === 'number') {
+      if (verified.size >= maxEntries) verified.clear()
+      verified.set(token, { claims: Object.freeze(claims), appId, expiresAtMs: exp * 1000 })
+    }
+    return claims
+  }
+}
