@@ -187,6 +187,18 @@ describe(`the cron scheduler (${backend})`, () => {
     assert.deepEqual((await runs()).map((run) => run.scheduledAt), ['2027-03-28T01:00:00.000Z'])
   })
 
+  test('started, the loop ticks at once and enqueues what is due; stopped, it gives the lease up', async () => {
+    await deploy(entry('hourly', '0 * * * *'))
+    h.clock.set('2026-11-21T13:00:30Z')
+    const loop = createCronScheduler({ db: h.t.db, clock: h.clock, logger: silentLogger })
+    await h.t.db.query('delete from platform.cron_lease')
+    loop.start()
+    for (let wait = 0; wait < 500 && (await runs()).length === 0; wait++) await new Promise((resolve) => setTimeout(resolve, 10))
+    await loop.stop()
+    assert.deepEqual((await runs()).map((run) => run.scheduledAt), ['2026-11-21T13:00:00.000Z'])
+    assert.equal((await h.t.db.query('select owner from platform.cron_lease')).length, 0)
+  })
+
   test('of two schedulers only the lease holder evaluates; the other takes over when the lease expires', async () => {
     await deploy(entry('hourly', '0 * * * *'))
     const clock = new ManualClock('2026-11-21T13:00:01Z')

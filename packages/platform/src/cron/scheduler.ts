@@ -21,8 +21,9 @@
  * - Queue capacity never drops a run: `enqueueCronRun` is not subject to the active-job
  *   limit; a busy dispatcher only delays it.
  *
- * Ticks run at every minute boundary and every `intervalMs` in between; tests call
- * `tick()` with a ManualClock instead of starting the loop.
+ * The loop ticks once at start (catching up on what came due while no process was
+ * evaluating), then just after every minute boundary and at least every `intervalMs`;
+ * tests call `tick()` with a ManualClock instead.
  */
 import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
@@ -98,25 +99,25 @@ export function createCronScheduler(deps: CronSchedulerDeps): CronScheduler {
     return { leader, ...(await evaluateSchedules({ db, clock, logger }, now)) }
   }
 
-  function scheduleNext(): void {
+  function scheduleTick(delayMs: number): void {
     if (stopped) return
-    const now = clock.now().getTime()
-    const toNextMinute = 60_000 - (now % 60_000) + 100
     timer = setTimeout(() => {
       running = tick()
         .catch((error: unknown) => logger.error('cron: a scheduler tick failed', { error: coerceError(error).message }))
         .finally(() => {
           running = undefined
-          scheduleNext()
+          const now = clock.now().getTime()
+          scheduleTick(Math.min(intervalMs, 60_000 - (now % 60_000) + 100))
         })
-    }, Math.min(intervalMs, toNextMinute))
+    }, delayMs)
     timer.unref()
   }
 
   return {
     start() {
       if (timer !== undefined || stopped) return
-      scheduleNext()
+      // At once: catch up on what came due while no process was evaluating.
+      scheduleTick(0)
     },
     async stop() {
       stopped = true
@@ -166,10 +167,10 @@ export async function evaluateSchedules(deps: { db: Db; clock: Clock; logger: Lo
 class ScheduleMoved extends Error {}
 
 async function handleDeclaration(
-  deps: { db: Db; clock: Clock },
+  deps: { db: Db; clock: Clock; logger: Logger },
   entry: { app: ActiveCrons; declaration: CronDeclaration; state: ScheduleState | undefined; now: Date },
 ): Promise<'enqueued' | 'skipped' | 'nothing'> {
-  const { db, clock } = deps
+  const { db, clock, logger } = deps
   const { app, declaration, now } = entry
   const timezone = declaration.timezone ?? 'UTC'
   let handledThrough = entry.state?.handledThrough
@@ -191,10 +192,12 @@ async function handleDeclaration(
     return 'skipped'
   }
   try {
-    await db.transaction(async (tx) => {
+    const jobId = await db.transaction(async (tx) => {
       const { jobId } = await enqueueCronRun(tx, clock, { appId: app.appId, namespaceId: app.namespaceId, cronName: declaration.name, scheduledAt: due })
       if (!(await advanceSchedule(tx, { ...move, jobId }))) throw new ScheduleMoved()
+      return jobId
     })
+    logger.debug('cron: enqueued a run', { appId: app.appId, cron: declaration.name, scheduledAt: due.toISOString(), jobId })
   } catch (error) {
     if (error instanceof ScheduleMoved) return 'nothing'
     throw error
