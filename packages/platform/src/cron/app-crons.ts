@@ -31,9 +31,10 @@ export interface CronView {
 
 /**
  * @example
- * const crons = await listAppCrons(db, clock, app) // [{ name: 'nightly', nextRunAt: '2026-11-22T03:00:00.000Z', ... }]
+ * const crons = await listAppCrons(db, clock, { app }) // [{ name: 'nightly', nextRunAt: '2026-11-22T03:00:00.000Z', ... }]
  */
-export async function listAppCrons(db: Db, clock: Clock, app: App): Promise<CronView[]> {
+export async function listAppCrons(db: Db, clock: Clock, target: { app: App }): Promise<CronView[]> {
+  const { app } = target
   const found = await productionCrons(db, app.id)
   if (found === null) return []
   const states = new Map((await listScheduleStates(db, found.namespaceId)).map((state) => [state.name, state]))

@@ -14,7 +14,7 @@ export function cronRoutes(deps: { db: Db; clock: Clock }) {
   const routes = new Hono<OwnerEnv>()
   routes.get('/:appId/cron', async (c) => {
     const app = await getOwnedApp(deps.db, c.var.user, c.req.param('appId'))
-    return c.json({ cron: await listAppCrons(deps.db, deps.clock, app) })
+    return c.json({ cron: await listAppCrons(deps.db, deps.clock, { app }) })
   })
   routes.post('/:appId/cron/:name/runs', async (c) => {
     const app = await getOwnedApp(deps.db, c.var.user, c.req.param('appId'))
