@@ -38,14 +38,10 @@ export interface CronRun {
   readonly manual?: boolean
 }
 
-function isDb(db: Db | Queryable): db is Db {
-  return typeof (db as Db).transaction === 'function'
-}
-
 /**
  * Enqueues one run of the cron declaration `cronName`; `created` is false when this
  * occurrence was already enqueued (by this or another process). Given a transaction
- * handle it runs inside it; given the Db it opens its own. The run is due at
+ * handle it runs inside it. The run is due at
  * `scheduledAt` (or now, when that has passed).
  *
  * @example
@@ -72,8 +68,7 @@ export async function enqueueCronRun(db: Db | Queryable, clock: Clock, run: Cron
     runAt: run.scheduledAt.getTime() > now.getTime() ? run.scheduledAt : now,
     now,
   }
-  const insert = (tx: Queryable) => insertIdempotent(tx, job, null)
-  const { row, created } = isDb(db) ? await db.transaction(insert) : await insert(db)
+  const { row, created } = await insertIdempotent(db, job, null)
   return { jobId: row.id, created }
 }
 

@@ -91,9 +91,10 @@ interface Declarations {
   readonly cron: ReadonlyMap<string, CronDeclaration>
 }
 
-interface NamespaceFacts {
-  readonly slug: string
-  readonly devName: string
+interface Success {
+  readonly id: string
+  readonly attempt: number
+  readonly settle: (error?: unknown) => void
 }
 
 const MAX_CACHED = 256
@@ -115,8 +116,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const inFlight = new Set<Promise<void>>()
   /** A release's queue and cron declarations (a release never changes). */
   const declarations = new Map<string, Promise<Declarations>>()
-  /** A namespace's app slug and development name (never change). */
-  const namespaces = new Map<string, Promise<NamespaceFacts>>()
+  /** A namespace's development name ('' for production; never changes). */
+  const devNames = new Map<string, Promise<string>>()
+  /** Apps as last read; used while the claim saw the same status and active release. */
+  const apps = new Map<string, App>()
+  /** Successful attempts waiting to be recorded together. */
+  let successes: Success[] = []
   let started = false
   let stopped = false
   let passing = false
@@ -141,21 +146,49 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     return entry
   }
 
-  function namespaceFacts(namespaceId: string): Promise<NamespaceFacts> {
-    let entry = namespaces.get(namespaceId)
+  function devNameOf(namespaceId: string): Promise<string> {
+    let entry = devNames.get(namespaceId)
     if (entry === undefined) {
-      if (namespaces.size >= MAX_CACHED) namespaces.delete(namespaces.keys().next().value!)
+      if (devNames.size >= MAX_CACHED) devNames.delete(devNames.keys().next().value!)
       entry = db
-        .query<{ slug: string; dev_name: string }>(
-          `select a.slug, n.dev_name from platform.namespaces n join platform.apps a on a.id = n.app_id where n.id = $1`, [namespaceId])
+        .query<{ dev_name: string }>(`select dev_name from platform.namespaces where id = $1`, [namespaceId])
         .then((rows) => {
           if (rows[0] === undefined) throw new Error(`namespace ${namespaceId} not found`)
-          return { slug: rows[0].slug, devName: rows[0].dev_name }
+          return rows[0].dev_name
         })
-      entry.catch(() => namespaces.delete(namespaceId))
-      namespaces.set(namespaceId, entry)
+      entry.catch(() => devNames.delete(namespaceId))
+      devNames.set(namespaceId, entry)
     }
     return entry
+  }
+
+  /** The job's app, read again unless the claim saw the cached status and active release. */
+  async function appOf(job: ClaimedJob): Promise<App | null> {
+    const cached = apps.get(job.app_id)
+    if (cached !== undefined && cached.status === job.app_status && cached.activeReleaseId === job.app_release_id) return cached
+    const app = await findAppBySlug(db, job.app_slug)
+    if (app !== null) {
+      if (apps.size >= MAX_CACHED) apps.delete(apps.keys().next().value!)
+      apps.set(app.id, app)
+    }
+    return app
+  }
+
+  /** Records a successful attempt with the others of the same moment, in one statement. */
+  function succeeded(job: { id: string; attempt: number }): Promise<void> {
+    return new Promise((resolve, reject) => {
+      successes.push({ ...job, settle: (error) => (error === undefined ? resolve() : reject(error)) })
+      if (successes.length === 1) setImmediate(flushSuccesses)
+    })
+  }
+
+  function flushSuccesses(): void {
+    const batch = successes
+    successes = []
+    markSucceeded(db, { attempts: batch, now: clock.now() }).then(
+      () => batch.forEach((success) => success.settle()),
+      (error: unknown) => batch.forEach((success) => success.settle(error ?? new Error('recording successes failed'))),
+    )
   }
 
   async function activeReleaseOf(app: App, devName: string): Promise<string | null> {
@@ -185,15 +218,15 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   async function attempt(job: ClaimedJob): Promise<void> {
     const ids = { id: job.id, attempt: job.attempts }
     try {
-      const facts = await namespaceFacts(job.namespace_id)
-      const app = await findAppBySlug(db, facts.slug)
+      const devName = await devNameOf(job.namespace_id)
+      const app = await appOf(job)
       if (app === null) return
       if (app.status !== 'active') {
         const now = clock.now()
         await markNotStarted(db, { ...ids, now, runAt: new Date(now.getTime() + inactiveDelayMs) })
         return
       }
-      const releaseId = await activeReleaseOf(app, facts.devName)
+      const releaseId = await activeReleaseOf(app, devName)
       const declared = releaseId === null ? null : await declarationsOf(releaseId)
       let functionName: string | undefined
       if (job.kind === 'queue') {
@@ -210,7 +243,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           return
         }
       }
-      const fn = facts.devName === '' ? await deps.functions.resolve(app, functionName) : await deps.functions.resolveDev(app, facts.devName, functionName)
+      const fn = devName === '' ? await deps.functions.resolve(app, functionName) : await deps.functions.resolveDev(app, devName, functionName)
       if (fn === null || fn.declaration.access !== 'system') {
         await markFailed(db, { ...ids, now: clock.now(), retryable: false, error: boundedError('FUNCTION_NOT_FOUND', `The consumer "${functionName}" is not a declared system Function`) })
         return
@@ -222,10 +255,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         ...(job.timeout_seconds === null ? {} : { timeoutMs: job.timeout_seconds * 1000 }),
       })
       if (result.ok) {
-        await markSucceeded(db, { ...ids, now: clock.now() })
+        await succeeded(ids)
         return
       }
-      const environment = deps.production && facts.devName === '' ? 'production' : 'development'
+      const environment = deps.production && devName === '' ? 'production' : 'development'
       const { body } = failureResponse(result.error, { environment })
       await markFailed(db, { ...ids, now: clock.now(), retryable: isRetryable(result.error), error: boundedError(body.error.code, body.error.message) })
     } catch (thrown) {
@@ -244,6 +277,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   let lastMaintenance = 0
+  let lastNudge = 0
   async function pass(): Promise<ClaimedJob[]> {
     if (Date.now() - lastMaintenance >= pollIntervalMs) {
       lastMaintenance = Date.now()
@@ -252,8 +286,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const free = capacity - inFlight.size
     if (free <= 0) return []
     const claimed = await claim(free)
-    // Full hands: there may be more due work; let the other processes look too.
-    if (claimed.length === free) await db.notify(JOBS_CHANNEL, '').catch(() => {})
+    // Full hands: there may be more due work; let the other processes look too (at most
+    // every 100 ms: under a steady load this process fills its hands on most passes).
+    if (claimed.length === free && Date.now() - lastNudge >= 100) {
+      lastNudge = Date.now()
+      await db.notify(JOBS_CHANNEL, '').catch(() => {})
+    }
     return claimed
   }
 

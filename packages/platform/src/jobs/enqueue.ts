@@ -11,7 +11,7 @@ import type { Db, Queryable } from '../db/db.ts'
 import { sha256Hex } from '../lib/crypto.ts'
 import { notImplemented, ServiceError } from '../lib/errors.ts'
 import type { QueueDeclaration } from '../manifest/index.ts'
-import { countActive, ensureQueueRow, findByKey, insertJob, notifyDue, type JobRow, type NewJob } from './queries.ts'
+import { findByKey, insertJobOnce, uncountActive, type JobRow, type NewJob } from './queries.ts'
 
 export const JOB_LIMITS = {
   /** Payload: a JSON object of at most 64 KiB (UTF-8 bytes of compact JSON). */
@@ -102,27 +102,28 @@ export function payloadHash(payload: unknown): string {
  * Inserts `job` unless its key exists: then the original is returned when the payload is
  * the same, and IDEMPOTENCY_KEY_REUSED is thrown when not. `limit` caps the namespace's
  * active jobs (null: never refused, for cron runs, which capacity may delay but not drop).
- * Runs inside the caller's transaction; wakes the dispatchers at commit when due now.
+ * One statement (plus two when it loses a race for the same key); inside the caller's
+ * transaction when given one. Wakes the dispatchers at commit when the job is due now.
  */
-export async function insertIdempotent(tx: Queryable, job: NewJob, limit: number | null): Promise<{ row: JobRow; created: boolean }> {
-  const existing = await findByKey(tx, job)
-  if (existing !== undefined) return { row: sameInput(existing, job), created: false }
-  if (!(await countActive(tx, job.namespaceId, limit))) {
-    throw new ServiceError('JOBS_LIMIT_REACHED', `This app already has ${limit} active jobs; wait for some to finish`, {
-      details: { limit },
-    })
+export async function insertIdempotent(db: Queryable, job: NewJob, limit: number | null): Promise<{ row: JobRow; created: boolean }> {
+  const outcome = await insertJobOnce(db, job, limit)
+  switch (outcome.kind) {
+    case 'inserted':
+      return { row: outcome.row, created: true }
+    case 'existing':
+      return { row: sameInput(outcome.row, job), created: false }
+    case 'limit':
+      throw new ServiceError('JOBS_LIMIT_REACHED', `This app already has ${limit} active jobs; wait for some to finish`, {
+        details: { limit },
+      })
+    case 'raced': {
+      // Another producer inserted the same key meanwhile (this statement waited for its commit).
+      await uncountActive(db, job.namespaceId)
+      const winner = await findByKey(db, job)
+      if (winner === undefined) throw new Error('a job with this idempotency key vanished during enqueue')
+      return { row: sameInput(winner, job), created: false }
+    }
   }
-  await ensureQueueRow(tx, job.namespaceId, job.queue)
-  const row = await insertJob(tx, job)
-  if (row === undefined) {
-    // Another producer inserted the same key meanwhile (we waited for its commit).
-    await tx.query('update platform.job_namespaces set active = active - 1 where namespace_id = $1', [job.namespaceId])
-    const winner = await findByKey(tx, job)
-    if (winner === undefined) throw new Error('a job with this idempotency key vanished during enqueue')
-    return { row: sameInput(winner, job), created: false }
-  }
-  if (job.runAt.getTime() <= job.now.getTime()) await notifyDue(tx)
-  return { row, created: true }
 }
 
 function sameInput(existing: JobRow, job: NewJob): JobRow {
@@ -162,5 +163,5 @@ export async function enqueueOnQueue(db: Db, input: QueueEnqueue): Promise<{ row
     runAt: new Date(now.getTime() + Math.round(request.delaySeconds * 1000)),
     now,
   }
-  return await db.transaction((tx) => insertIdempotent(tx, job, JOB_LIMITS.activePerNamespace))
+  return await insertIdempotent(db, job, JOB_LIMITS.activePerNamespace)
 }

@@ -74,41 +74,67 @@ export async function findByKey(db: Queryable, key: { namespaceId: string; queue
   return rows[0]
 }
 
+const JOB_TIMES = ['run_at', 'created_at', 'updated_at', 'started_at', 'finished_at'] as const
+
+/** A job row that travelled as JSON (timestamps as text). */
+function jobFromJson(json: Record<string, unknown>): JobRow {
+  const row = { ...json } as Record<string, unknown>
+  for (const column of JOB_TIMES) row[column] = row[column] === null ? null : new Date(row[column] as string)
+  return row as JobRow
+}
+
+export type InsertOutcome =
+  | { readonly kind: 'existing'; readonly row: JobRow }
+  | { readonly kind: 'inserted'; readonly row: JobRow }
+  /** The namespace already has `limit` active jobs. */
+  | { readonly kind: 'limit' }
+  /** Another producer inserted the same key meanwhile; this statement counted an active job it must give back. */
+  | { readonly kind: 'raced' }
+
 /**
- * Counts one more active job in the namespace unless it already has `limit` (null: no
- * limit); false when the limit is reached. Holds the namespace's counter row until commit.
+ * Enqueues in ONE statement (so the namespace's counter row is locked only for the moment
+ * of one statement): returns the job with this key if there is one; otherwise counts one
+ * more active job unless the namespace has `limit` (null: no limit), records the queue,
+ * inserts the job and, when it is due now, wakes the dispatchers at commit.
  */
-export async function countActive(db: Queryable, namespaceId: string, limit: number | null): Promise<boolean> {
-  const rows = await db.query(
-    `insert into platform.job_namespaces as n (namespace_id, active) values ($1, 1)
-     on conflict (namespace_id) do update set active = n.active + 1 where $2::int is null or n.active < $2::int
-     returning active`,
-    [namespaceId, limit],
-  )
-  return rows.length === 1
-}
-
-export async function ensureQueueRow(db: Queryable, namespaceId: string, queue: string): Promise<void> {
-  await db.query('insert into platform.job_queues (namespace_id, queue) values ($1, $2) on conflict do nothing', [namespaceId, queue])
-}
-
-/** Inserts the job; undefined when a job with the same key appeared meanwhile. */
-export async function insertJob(db: Queryable, job: NewJob): Promise<JobRow | undefined> {
-  const rows = await db.query<JobRow>(
-    `insert into platform.jobs (app_id, namespace_id, kind, queue, state, payload, payload_sha256, idempotency_key,
-       enqueued_by, concurrency, max_attempts, retry_delay_seconds, retry_backoff, timeout_seconds, run_at, created_at, updated_at)
-     values ($1, $2, $3, $4, 'queued', $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)
-     on conflict (namespace_id, queue, idempotency_key) do nothing
-     returning ${JOB_COLUMNS}`,
+export async function insertJobOnce(db: Queryable, job: NewJob, limit: number | null): Promise<InsertOutcome> {
+  const rows = await db.query<{ existing: Record<string, unknown> | null; inserted: Record<string, unknown> | null; counted: boolean }>(
+    `with existing as (
+       select ${JOB_COLUMNS} from platform.jobs where namespace_id = $2 and queue = $4 and idempotency_key = $7
+     ), counted as (
+       insert into platform.job_namespaces as n (namespace_id, active)
+       select $2, 1 where not exists (select 1 from existing)
+       on conflict (namespace_id) do update set active = n.active + 1 where $16::int is null or n.active < $16::int
+       returning 1
+     ), queue_row as (
+       insert into platform.job_queues (namespace_id, queue) select $2, $4 where exists (select 1 from counted)
+       on conflict do nothing
+     ), inserted as (
+       insert into platform.jobs (app_id, namespace_id, kind, queue, state, payload, payload_sha256, idempotency_key,
+         enqueued_by, concurrency, max_attempts, retry_delay_seconds, retry_backoff, timeout_seconds, run_at, created_at, updated_at)
+       select $1, $2, $3, $4, 'queued', $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15
+        where exists (select 1 from counted)
+       on conflict (namespace_id, queue, idempotency_key) do nothing
+       returning ${JOB_COLUMNS}
+     ), notified as (
+       select pg_notify('${JOBS_CHANNEL}', '') from inserted where run_at <= $15
+     )
+     select (select to_jsonb(e) from existing e) as existing,
+            (select to_jsonb(i) from inserted i) as inserted,
+            exists (select 1 from counted) as counted,
+            (select count(*) from notified) as notified`,
     [job.appId, job.namespaceId, job.kind, job.queue, JSON.stringify(job.payload), job.payloadSha256, job.idempotencyKey,
-      job.enqueuedBy, job.concurrency, job.maxAttempts, job.retryDelaySeconds, job.retryBackoff, job.timeoutSeconds, job.runAt, job.now],
+      job.enqueuedBy, job.concurrency, job.maxAttempts, job.retryDelaySeconds, job.retryBackoff, job.timeoutSeconds, job.runAt, job.now, limit],
   )
-  return rows[0]
+  const row = rows[0]!
+  if (row.existing !== null) return { kind: 'existing', row: jobFromJson(row.existing) }
+  if (row.inserted !== null) return { kind: 'inserted', row: jobFromJson(row.inserted) }
+  return row.counted ? { kind: 'raced' } : { kind: 'limit' }
 }
 
-/** Wakes every dispatcher listening (delivered at commit when called in a transaction). */
-export async function notifyDue(db: Queryable): Promise<void> {
-  await db.query('select pg_notify($1, $2)', [JOBS_CHANNEL, ''])
+/** Gives back an active-job count taken by an enqueue that lost a race. */
+export async function uncountActive(db: Queryable, namespaceId: string): Promise<void> {
+  await db.query('update platform.job_namespaces set active = active - 1 where namespace_id = $1', [namespaceId])
 }
 
 export async function findJob(db: Queryable, key: { appId: string; namespaceId?: string; jobId: string }): Promise<JobRow | undefined> {
@@ -144,6 +170,10 @@ export interface ClaimedJob extends Record<string, unknown> {
   payload: unknown
   attempts: number
   timeout_seconds: number | null
+  /** The app's slug, status and active production release when the job was claimed. */
+  app_slug: string
+  app_status: string
+  app_release_id: string | null
 }
 
 /**
@@ -176,26 +206,34 @@ export async function claimJobs(
      update platform.jobs j
         set state = 'running', attempts = j.attempts + 1, started_at = $3, updated_at = $3, lease_owner = $5,
             lease_expires_at = $3::timestamptz + make_interval(secs => coalesce(j.timeout_seconds, 900) + $6)
-       from chosen
-      where j.id = chosen.id and j.state in ('queued', 'retry_wait')
-      returning j.id, j.app_id, j.namespace_id, j.kind, j.queue, j.payload, j.attempts, j.timeout_seconds`,
+       from chosen, platform.apps a
+      where j.id = chosen.id and j.state in ('queued', 'retry_wait') and a.id = j.app_id
+      returning j.id, j.app_id, j.namespace_id, j.kind, j.queue, j.payload, j.attempts, j.timeout_seconds,
+                a.slug as app_slug, a.status as app_status, a.active_release_id as app_release_id`,
     [options.queues.map((q) => q.namespace_id), options.queues.map((q) => q.queue), options.now, options.limit, options.owner, options.leaseGraceSeconds],
   )
 }
 
-/** The attempt succeeded. Ignored (false) when the attempt is no longer the job's current one. */
-export async function markSucceeded(db: Queryable, job: { id: string; attempt: number; now: Date }): Promise<boolean> {
-  const rows = await db.query(
+/**
+ * These attempts succeeded (one statement for a batch). Returns the ids recorded; an attempt
+ * that is no longer its job's current one is ignored.
+ */
+export async function markSucceeded(db: Queryable, options: { attempts: readonly { id: string; attempt: number }[]; now: Date }): Promise<string[]> {
+  const rows = await db.query<{ id: string }>(
     `with done as (
-       update platform.jobs set state = 'succeeded', payload = null, finished_at = $3, updated_at = $3,
+       update platform.jobs j set state = 'succeeded', payload = null, finished_at = $3, updated_at = $3,
               lease_owner = null, lease_expires_at = null
-        where id = $1 and state = 'running' and attempts = $2
-        returning namespace_id)
-     update platform.job_namespaces n set active = n.active - 1 from done where n.namespace_id = done.namespace_id
-     returning 1`,
-    [job.id, job.attempt, job.now],
+         from unnest($1::uuid[], $2::int[]) as d (id, attempt)
+        where j.id = d.id and j.state = 'running' and j.attempts = d.attempt
+        returning j.id, j.namespace_id),
+     counted as (
+       update platform.job_namespaces n set active = n.active - c.ended
+         from (select namespace_id, count(*)::int as ended from done group by namespace_id) c
+        where n.namespace_id = c.namespace_id)
+     select id from done`,
+    [options.attempts.map((a) => a.id), options.attempts.map((a) => a.attempt), options.now],
   )
-  return rows.length === 1
+  return rows.map((row) => row.id)
 }
 
 /**
