@@ -26,6 +26,16 @@
  * BYTE_RESULT_BUFFER pieces wait here). The invocation stays running (capability,
  * concurrency slot and timeout) until the stream ends; a timeout or crash then errors the
  * stream, and cancelling the stream cancels the Function's.
+ *
+ * The worker is untrusted (Function code runs in it and can write to its stdout, see
+ * protocol.ts). Every message is checked against the pool's own state, and any message the
+ * protocol does not allow ends the worker, failing its invocations as `crashed`: a second
+ * `ready`, a `result`, `loaded`, `head` or `chunk` for no invocation or load of it (except
+ * the one answer that may cross a byte result's `cancel`), a `head` not asked for, a
+ * `chunk` when no pull is outstanding or over BYTE_CHUNK_BYTES, a `result` of a byte result
+ * that answers no pull. Message sizes are capped per type before parsing
+ * (worker-process.ts), and the pool stops reading a worker while its open context calls
+ * hold more than OPEN_CALLS_MAX calls or OPEN_CALL_CHARS_MAX characters.
  */
 import { randomBytes, randomUUID } from 'node:crypto'
 import { mkdirSync, readdirSync, realpathSync } from 'node:fs'
@@ -36,7 +46,22 @@ import { decodeBytes, encodeBytes } from './bytes.ts'
 import { resolveDenoBinary } from './deno-binary.ts'
 import { entrypointProblem } from './entrypoint.ts'
 import type { FunctionFailure, FunctionResult } from './failures.ts'
-import type { CallMessage, ChunkMessage, HeadMessage, WireCallError, WireFailure, WireHttpRoute, WireIntegration, WireMeta, WorkerMessage } from './protocol.ts'
+import {
+  BYTE_CHUNK_BYTES,
+  MAX_FAILURE_MESSAGE_CHARS,
+  MAX_FAILURE_STACK_CHARS,
+  serviceErrorProblem,
+  type CallMessage,
+  type ChunkMessage,
+  type HeadMessage,
+  type ResultMessage,
+  type WireCallError,
+  type WireFailure,
+  type WireHttpRoute,
+  type WireIntegration,
+  type WireMeta,
+  type WorkerMessage,
+} from './protocol.ts'
 import { workerCommand } from './sandbox.ts'
 import { startWorkerProcess, type WorkerProcess } from './worker-process.ts'
 
@@ -91,8 +116,6 @@ export interface FunctionPoolOptions<Meta extends InvocationMeta = InvocationMet
   readonly denoPath?: string
   /** V8 heap limit per worker in MiB; a Function over it crashes its worker. */
   readonly maxHeapMb?: number
-  /** Longest protocol message a worker may write, in characters. Default 64 Mi. */
-  readonly maxMessageChars?: number
   /** Answers a context call; a thrown error with `code` and `status` reaches the Function as a ServiceError. */
   onContextCall(call: ContextCall<Meta>): Promise<unknown>
   readonly logger: Logger
@@ -150,10 +173,16 @@ export interface FunctionPool<Meta extends InvocationMeta = InvocationMeta> {
 
 const DEFAULT_CONCURRENCY = 16
 const DEFAULT_TIMEOUT_MS = 30_000
-const DEFAULT_MAX_MESSAGE_CHARS = 64 * 1024 * 1024
 const ERROR_CODE = /^[A-Z][A-Z0-9_]*$/
 /** Pieces of a byte result read ahead of its reader (each at most BYTE_CHUNK_BYTES). */
 const BYTE_RESULT_BUFFER = 4
+/** Longest base64 text of one chunk. */
+const MAX_CHUNK_BASE64 = Math.ceil(BYTE_CHUNK_BYTES / 3) * 4
+/** Context calls of one worker being answered at once, and their characters, before the pool stops reading it. */
+const OPEN_CALLS_MAX = 256
+const OPEN_CALL_CHARS_MAX = 16 * 1024 * 1024
+/** Byte results cancelled while a pull was out, whose one late answer is still allowed (bounded). */
+const MAX_LINGERING = 1024
 
 interface Invocation<Meta extends InvocationMeta> {
   readonly id: string
@@ -186,6 +215,13 @@ interface Worker<Meta extends InvocationMeta> {
   /** Resolves true on `ready`, false if the worker ends first. */
   readonly ready: Promise<boolean>
   readonly markReady: (ready: boolean) => void
+  /** Whether `ready` came (a second one breaks the protocol). */
+  readied: boolean
+  /** Ids of byte results cancelled with a pull out: the worker may still answer that pull once. */
+  readonly lingering: Set<string>
+  /** Context calls received and not yet answered, and their size in characters. */
+  openCalls: number
+  openCallChars: number
   alive: boolean
 }
 
@@ -246,16 +282,28 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
       args: command.args,
       env: command.env,
       cwd: bundleDir,
-      maxMessageChars: options.maxMessageChars ?? DEFAULT_MAX_MESSAGE_CHARS,
-      onMessage: (message, hasBytes) => {
-        if (record?.alive) onMessage(record, message, hasBytes)
+      onMessage: (message, hasBytes, chars) => {
+        if (record?.alive) onMessage(record, message, hasBytes, chars)
       },
       onStderr: (line) => logger.info('function output', { worker: serial, pid: child.pid, line }),
       onEnd: (reason) => {
         if (record) workerEnded(record, reason)
       },
     })
-    record = { serial, process: child, running: new Map(), capabilities: new Map(), loads: new Map(), ready, markReady, alive: true }
+    record = {
+      serial,
+      process: child,
+      running: new Map(),
+      capabilities: new Map(),
+      loads: new Map(),
+      ready,
+      markReady,
+      readied: false,
+      lingering: new Set(),
+      openCalls: 0,
+      openCallChars: 0,
+      alive: true,
+    }
     workers.push(record)
     logger.debug('functions worker started', { worker: serial, pid: child.pid, bundleDir })
     return record
@@ -338,9 +386,39 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
       if (invocation.capability !== undefined) worker.capabilities.delete(invocation.capability)
     }
     invocation.abort?.abort()
-    if (invocation.bytes !== undefined) endBytes(invocation.bytes, result)
+    if (invocation.bytes !== undefined) {
+      if (!result.ok && !invocation.bytes.cancelled) reportBrokenBytes(invocation, result.error)
+      endBytes(invocation.bytes, result)
+    }
     invocation.resolve(result)
     if (wasRunning) schedulePump()
+  }
+
+  /**
+   * A byte result that broke off after its first byte: the HTTP client sees only a cut
+   * body, so the reason goes to the platform log (the host's logger redacts the app's
+   * secret values) and, as a `log.error` of the invocation, to the Function's logs.
+   */
+  function reportBrokenBytes(invocation: Invocation<Meta>, failure: FunctionFailure): void {
+    const message = `the byte stream broke off after its first byte (${failure.kind}): ${failure.message.slice(0, MAX_FAILURE_MESSAGE_CHARS)}`
+    logger.warn('functions: a byte result broke off', { entrypoint: invocation.request.entrypoint, requestId: invocation.request.meta.requestId, kind: failure.kind, message })
+    const call: ContextCall<Meta> = {
+      member: 'log',
+      method: 'error',
+      args: [message],
+      meta: invocation.request.meta,
+      entrypoint: invocation.request.entrypoint,
+      invocationId: invocation.id,
+      signal: new AbortController().signal,
+    }
+    Promise.resolve()
+      .then(() => options.onContextCall(call))
+      .catch((error: unknown) => logger.warn('functions: storing why a byte result broke off failed', { error: messageOf(error) }))
+  }
+
+  /** Ends a worker that sent what the protocol does not allow (Function code may have written it). */
+  function violation(worker: Worker<Meta>, what: string): void {
+    worker.process.kill(`the worker broke the protocol: ${what}`)
   }
 
   /** Closes (or, on a failure, errors) a byte result's stream when its invocation ends. */
@@ -360,7 +438,7 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
   function onHead(worker: Worker<Meta>, message: HeadMessage): void {
     const invocation = worker.running.get(message.id)
     if (invocation === undefined || invocation.bytes !== undefined || invocation.request.bytes !== true) {
-      worker.process.kill('the worker sent a byte result nobody asked for')
+      violation(worker, 'a byte result nobody asked for')
       return
     }
     const sink: ByteSink = { controller: undefined, waiting: undefined, cancelled: false }
@@ -380,6 +458,11 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
         sink.cancelled = true
         if (invocation.state === 'done') return
         worker.process.send({ type: 'cancel', id: invocation.id })
+        if (sink.waiting !== undefined) {
+          // The worker may have answered the pull before it read the cancel.
+          if (worker.lingering.size >= MAX_LINGERING) worker.lingering.delete(worker.lingering.values().next().value!)
+          worker.lingering.add(invocation.id)
+        }
         finish(invocation, { ok: true, value: null })
       },
     }, { highWaterMark: BYTE_RESULT_BUFFER })
@@ -392,14 +475,41 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
 
   function onChunk(worker: Worker<Meta>, message: ChunkMessage): void {
     const invocation = worker.running.get(message.id)
-    const sink = invocation?.bytes
-    if (sink === undefined || typeof message.data !== 'string') {
-      if (invocation !== undefined) worker.process.kill('the worker sent a chunk outside a byte result')
-      return // a late piece of a byte result its reader cancelled
+    if (invocation === undefined) {
+      if (!worker.lingering.delete(message.id)) violation(worker, 'a chunk for no running invocation')
+      return // the answer to a pull that crossed its byte result's cancel
     }
-    if (!sink.cancelled) sink.controller?.enqueue(new Uint8Array(Buffer.from(message.data, 'base64')))
-    sink.waiting?.()
+    const sink = invocation.bytes
+    if (sink === undefined || sink.waiting === undefined) {
+      violation(worker, 'a chunk nobody pulled')
+      return
+    }
+    const data = message.data
+    if (typeof data !== 'string' || data.length === 0 || data.length > MAX_CHUNK_BASE64) {
+      violation(worker, 'a chunk that is not 1 to 64 KiB of base64')
+      return
+    }
+    const bytes = Buffer.from(data, 'base64')
+    if (bytes.byteLength === 0 || bytes.byteLength > BYTE_CHUNK_BYTES) {
+      violation(worker, 'a chunk that is not 1 to 64 KiB of base64')
+      return
+    }
+    if (!sink.cancelled) sink.controller?.enqueue(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+    sink.waiting()
     sink.waiting = undefined
+  }
+
+  function onResult(worker: Worker<Meta>, message: ResultMessage): void {
+    const invocation = worker.running.get(message.id)
+    if (invocation === undefined) {
+      if (!worker.lingering.delete(message.id)) violation(worker, 'a result for no running invocation')
+      return
+    }
+    if (invocation.bytes !== undefined && invocation.bytes.waiting === undefined) {
+      violation(worker, 'the end of a byte result nobody pulled')
+      return
+    }
+    finish(invocation, message.ok === true ? { ok: true, value: message.value } : failed(checkedFailure(message.error)))
   }
 
   function timeOut(invocation: Invocation<Meta>, timeoutMs: number): void {
@@ -413,27 +523,27 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
     if (worker?.alive) worker.process.kill(`an invocation of ${invocation.request.entrypoint} timed out after ${timeoutMs} ms`)
   }
 
-  function onMessage(worker: Worker<Meta>, message: WorkerMessage, hasBytes: boolean): void {
+  function onMessage(worker: Worker<Meta>, message: WorkerMessage, hasBytes: boolean, chars: number): void {
     switch (message.type) {
       case 'ready':
+        if (worker.readied) violation(worker, 'a second ready')
+        worker.readied = true
         worker.markReady(true)
         return
-      case 'result': {
-        const invocation = worker.running.get(message.id)
-        if (invocation === undefined) {
-          logger.warn('functions worker sent a result for no running invocation', { worker: worker.serial })
-          return
-        }
-        finish(invocation, message.ok ? { ok: true, value: message.value } : failed(checkedFailure(message.error)))
+      case 'result':
+        onResult(worker, message)
         return
-      }
       case 'call':
-        handleCall(worker, message, hasBytes)
+        handleCall(worker, message, hasBytes, chars)
         return
       case 'loaded': {
         const settle = worker.loads.get(message.id)
+        if (settle === undefined) {
+          violation(worker, 'a loaded for no load')
+          return
+        }
         worker.loads.delete(message.id)
-        settle?.(message.ok ? null : checkedFailure(message.error))
+        settle(message.ok === true ? null : checkedFailure(message.error))
         return
       }
       case 'head':
@@ -445,7 +555,7 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
     }
   }
 
-  function handleCall(worker: Worker<Meta>, message: CallMessage, hasBytes: boolean): void {
+  function handleCall(worker: Worker<Meta>, message: CallMessage, hasBytes: boolean, chars: number): void {
     const invocation = typeof message.capability === 'string' ? worker.capabilities.get(message.capability) : undefined
     const wellFormed = typeof message.member === 'string' && typeof message.method === 'string' && Array.isArray(message.args)
     if (invocation === undefined || invocation.id !== message.invocationId || !wellFormed) {
@@ -472,10 +582,20 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
     } catch (error) {
       answer = Promise.reject(error)
     }
-    answer.then(
-      (value) => reply(worker, message, { ok: true, value: encodeBytes(value) }),
-      (error: unknown) => reply(worker, message, { ok: false, error: callError(error, message) }),
-    )
+    openCall(worker, chars)
+    answer
+      .then(
+        (value) => reply(worker, message, { ok: true, value: encodeBytes(value) }),
+        (error: unknown) => reply(worker, message, { ok: false, error: callError(error, message) }),
+      )
+      .finally(() => openCall(worker, -chars))
+  }
+
+  /** Counts a call in (`chars` > 0) or out; the worker is not read while its open calls are over budget. */
+  function openCall(worker: Worker<Meta>, chars: number): void {
+    worker.openCalls += Math.sign(chars)
+    worker.openCallChars += chars
+    worker.process.hold(worker.openCalls > OPEN_CALLS_MAX || worker.openCallChars > OPEN_CALL_CHARS_MAX)
   }
 
   function reply(worker: Worker<Meta>, call: CallMessage, answer: { ok: true; value: unknown } | { ok: false; error: WireCallError }): void {
@@ -626,16 +746,25 @@ function failed(error: FunctionFailure): FunctionResult {
 
 const WORKER_FAILURE_KINDS = new Set(['service', 'import', 'invalid_return', 'unknown'])
 
-/** A failure as the worker reported it, if it has the protocol's shape (Function code can write to stdout). */
+/**
+ * A failure as the worker reported it, rebuilt from checked fields (Function code can bend
+ * what the worker sends): a `service` failure whose code, status or message could not be an
+ * error response becomes an untyped `unknown` one.
+ */
 function checkedFailure(error: unknown): WireFailure {
-  if (typeof error === 'object' && error !== null) {
-    const failure = error as Record<string, unknown>
-    if (typeof failure['kind'] === 'string' && WORKER_FAILURE_KINDS.has(failure['kind']) && typeof failure['message'] === 'string') {
-      if (failure['kind'] !== 'service') return failure as WireFailure
-      if (typeof failure['code'] === 'string' && typeof failure['status'] === 'number') return failure as WireFailure
-    }
+  if (typeof error !== 'object' || error === null) return { kind: 'unknown', message: 'the worker reported a failure the protocol does not have' }
+  const { kind, message, stack, code, status, details } = error as Record<string, unknown>
+  if (typeof kind !== 'string' || !WORKER_FAILURE_KINDS.has(kind) || typeof message !== 'string' || message.length > MAX_FAILURE_MESSAGE_CHARS) {
+    return { kind: 'unknown', message: 'the worker reported a failure the protocol does not have' }
   }
-  return { kind: 'unknown', message: 'the worker reported a failure the protocol does not have' }
+  if (kind === 'service') {
+    const problem = serviceErrorProblem({ code, status, message })
+    if (problem !== null) return { kind: 'unknown', message: `the Function threw a ServiceError that is not a valid error response: ${problem}` }
+    const typed = { kind: 'service' as const, code: code as string, status: status as number, message }
+    return typeof details === 'object' && details !== null && !Array.isArray(details) ? { ...typed, details } : typed
+  }
+  const plain = { kind: kind as 'import' | 'invalid_return' | 'unknown', message }
+  return typeof stack === 'string' && stack.length <= MAX_FAILURE_STACK_CHARS ? { ...plain, stack } : plain
 }
 
 function messageOf(error: unknown): string {

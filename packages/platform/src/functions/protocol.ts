@@ -1,12 +1,20 @@
 /**
  * The wire protocol between the platform (Node) and a Functions worker (Deno), shared by
- * both sides as types only. It runs over the worker's stdin (platform to worker) and
- * stdout (worker to platform) as newline-delimited JSON: one message per line, UTF-8.
- * `JSON.stringify` never emits a raw newline, so a line is always a whole message. The
- * worker's stderr carries diagnostics only (a Function's `console.*` output and the
+ * both sides (types, limits and one check). It runs over the worker's stdin (platform to
+ * worker) and stdout (worker to platform) as newline-delimited JSON: one message per line,
+ * UTF-8. `JSON.stringify` never emits a raw newline, so a line is always a whole message.
+ * The worker's stderr carries diagnostics only (a Function's `console.*` output and the
  * worker's own warnings); the platform logs it and never parses it.
  *
+ * The worker is untrusted: Function code runs in its isolate and can write to fd 1
+ * (`node:fs`) or bend the worker's own serialisation. So the platform's first stdin line is
+ * `hello` with a per-worker random `nonce`, read before any Function code loads, and every
+ * worker line is `<nonce><json>`, with `"type"` the JSON's first key: the platform checks
+ * the nonce and the type's size limit (WORKER_MESSAGE_LIMITS) before it parses anything,
+ * and kills the worker on any line or message the protocol does not allow (see pool.ts).
+ *
  * Platform to worker:
+ *   hello   { type, nonce }                                      first line: frame every output line with nonce
  *   invoke  { type, id, capability, entrypoint, input, meta }   run a Function
  *   reply   { type, id, ok: true, value } | { type, id, ok: false, error }   answer a call
  *   load    { type, id, entrypoint }                             import only (warm-up)
@@ -85,6 +93,46 @@ export interface InvokeMessage {
 /** Most decoded bytes in one `chunk`; the worker splits larger pieces. */
 export const BYTE_CHUNK_BYTES = 64 * 1024
 
+/** Most characters of a Function's JSON result (its `result` message); larger results stream as bytes. */
+export const MAX_RESULT_CHARS = 8 * 1024 * 1024
+/** Most characters of a context call (`call` message): a data row, a log line, a queue payload. */
+export const MAX_CALL_CHARS = 1024 * 1024
+/** A failure's message and stack are cut to these lengths by the worker (a longer one is a protocol violation). */
+export const MAX_FAILURE_MESSAGE_CHARS = 4 * 1024
+export const MAX_FAILURE_STACK_CHARS = 16 * 1024
+/** Longest ServiceError code. */
+export const MAX_ERROR_CODE_CHARS = 128
+
+/**
+ * The longest JSON text (in characters, the nonce not counted) of each worker message; a
+ * longer line ends the worker before it is parsed. The worker keeps under them: it fails a
+ * result that is too large as `invalid_return`, refuses a context call that is too large,
+ * and cuts failure messages and stacks.
+ */
+export const WORKER_MESSAGE_LIMITS: Readonly<Record<WorkerMessage['type'], number>> = {
+  ready: 1024,
+  result: MAX_RESULT_CHARS,
+  call: MAX_CALL_CHARS,
+  loaded: 64 * 1024,
+  head: 64 * 1024,
+  chunk: Math.ceil(BYTE_CHUNK_BYTES / 3) * 4 + 1024,
+}
+
+const ERROR_CODE_PATTERN = /^[A-Z][A-Z0-9_]*$/
+
+/**
+ * Why a typed error (a thrown ServiceError, or a worker's report of one) cannot become an
+ * HTTP error response, or null: the code is UPPER_SNAKE of at most MAX_ERROR_CODE_CHARS,
+ * the status an integer 400 to 599, the message a string of at most MAX_FAILURE_MESSAGE_CHARS.
+ */
+export function serviceErrorProblem(error: { readonly code: unknown; readonly status: unknown; readonly message: unknown }): string | null {
+  const { code, status, message } = error
+  if (typeof code !== 'string' || code.length > MAX_ERROR_CODE_CHARS || !ERROR_CODE_PATTERN.test(code)) return 'its code is not UPPER_SNAKE_CASE of at most 128 characters'
+  if (typeof status !== 'number' || !Number.isInteger(status) || status < 400 || status > 599) return `its status ${String(status).slice(0, 32)} is not an HTTP error status (400 to 599)`
+  if (typeof message !== 'string' || message.length > MAX_FAILURE_MESSAGE_CHARS) return 'its message is not a string of at most 4096 characters'
+  return null
+}
+
 export interface LoadMessage {
   readonly type: 'load'
   readonly id: string
@@ -113,7 +161,13 @@ export interface CancelMessage {
   readonly id: string
 }
 
-export type PlatformMessage = InvokeMessage | LoadMessage | ReplyMessage | PullMessage | CancelMessage
+/** The platform's first line to a worker: the nonce that starts each of the worker's lines. */
+export interface HelloMessage {
+  readonly type: 'hello'
+  readonly nonce: string
+}
+
+export type PlatformMessage = HelloMessage | InvokeMessage | LoadMessage | ReplyMessage | PullMessage | CancelMessage
 
 /** Why a Function failed, as the worker reports it. */
 export type WireFailure =

@@ -14,7 +14,11 @@
  * Before any Function loads, the worker takes stdin and stdout for itself, hides them
  * and `Deno.exit` from Function code, sends `console.*` to stderr, and keeps unhandled
  * rejections and uncaught errors from ending the process (they are reported on stderr).
- * Code that runs here uses web-standard and Deno APIs only.
+ * It reads the platform's `hello` before anything else and starts each line it writes with
+ * its nonce, through functions bound at startup, so Function code (which can still reach
+ * fd 1 through `node:fs`, and can patch globals) cannot frame a message of its own: a
+ * line without the nonce ends the worker. Code that runs here uses web-standard and Deno
+ * APIs only.
  *
  * Usage (the platform's pool does this): deno run <sandbox flags> worker.ts <bundle dir URL>
  */
@@ -43,6 +47,12 @@ import { entrypointProblem } from '../entrypoint.ts'
 import {
   BYTE_CHUNK_BYTES,
   BYTES_TAG,
+  MAX_CALL_CHARS,
+  MAX_FAILURE_MESSAGE_CHARS,
+  MAX_FAILURE_STACK_CHARS,
+  MAX_RESULT_CHARS,
+  WORKER_MESSAGE_LIMITS,
+  serviceErrorProblem,
   type InvokeMessage,
   type LoadMessage,
   type PlatformMessage,
@@ -83,6 +93,13 @@ const output = Deno.stdout.writable.getWriter()
 const input = Deno.stdin.readable
 const encoder = new TextEncoder()
 const diagnostic = console.error.bind(console)
+// Bound now, before Function code can replace a global or a prototype method on the way out.
+const stringify = JSON.stringify
+const parse = JSON.parse
+const encode = encoder.encode.bind(encoder)
+const writeOutput = output.write.bind(output)
+/** The platform's per-worker secret, from its `hello`; every line we write starts with it. */
+let nonce = ''
 
 hideFromFunctions()
 routeConsoleToStderr()
@@ -149,10 +166,34 @@ function routeConsoleToStderr(): void {
 // ---- Output ----
 
 function send(message: WorkerMessage): void {
-  output.write(encoder.encode(JSON.stringify(message) + '\n')).catch(() => {
+  sendJson(stringify(message))
+}
+
+/** Writes one message already serialised (the caller checked its size). */
+function sendJson(json: string): void {
+  writeOutput(encode(nonce + json + '\n')).catch(() => {
     // The platform closed our stdout: nobody can hear us any more.
     exitProcess(1)
   })
+}
+
+/** Sends a failed `result` or `loaded`, cut to the protocol's limits (details go first, if need be). */
+function sendFailure(type: 'result' | 'loaded', id: string, error: WireFailure): void {
+  const failure = boundedFailure(error)
+  const json = stringify({ type, id, ok: false, error: failure })
+  if (json.length <= WORKER_MESSAGE_LIMITS[type] || failure.kind !== 'service' || failure.details === undefined) {
+    sendJson(json)
+    return
+  }
+  diagnostic(`[functions worker] the details of ServiceError ${failure.code} were dropped: they are over ${WORKER_MESSAGE_LIMITS[type]} characters of JSON`)
+  const { details: _dropped, ...withoutDetails } = failure
+  send({ type, id, ok: false, error: withoutDetails })
+}
+
+function boundedFailure(failure: WireFailure): WireFailure {
+  const message = failure.message.length > MAX_FAILURE_MESSAGE_CHARS ? `${failure.message.slice(0, MAX_FAILURE_MESSAGE_CHARS - 16)} [message cut]` : failure.message
+  if (failure.kind === 'service' || failure.stack === undefined || failure.stack.length <= MAX_FAILURE_STACK_CHARS) return { ...failure, message }
+  return { ...failure, message, stack: `${failure.stack.slice(0, MAX_FAILURE_STACK_CHARS - 16)} [stack cut]` }
 }
 
 // ---- Module cache ----
@@ -209,7 +250,7 @@ async function runInvocation(message: InvokeMessage): Promise<void> {
     definition = await loadFunction(message.entrypoint)
   } catch (error) {
     invocation.ended = true
-    send({ type: 'result', id: message.id, ok: false, error: importFailure(error) })
+    sendFailure('result', message.id, importFailure(error))
     return
   }
   let value: unknown
@@ -217,7 +258,7 @@ async function runInvocation(message: InvokeMessage): Promise<void> {
     value = await runFunction(definition, message.input, contextFor(invocation, message.meta))
   } catch (error) {
     invocation.ended = true
-    send({ type: 'result', id: message.id, ok: false, error: thrownFailure(error) })
+    sendFailure('result', message.id, thrownFailure(error))
     return
   }
   if (isByteResult(value)) {
@@ -239,10 +280,16 @@ async function runInvocation(message: InvokeMessage): Promise<void> {
   const returned = value === undefined ? null : value
   const problem = jsonProblem(returned, 'the returned value', [])
   if (problem) {
-    send({ type: 'result', id: message.id, ok: false, error: { kind: 'invalid_return', message: `${problem}; a Function returns JSON` } })
+    sendFailure('result', message.id, { kind: 'invalid_return', message: `${problem}; a Function returns JSON` })
     return
   }
-  send({ type: 'result', id: message.id, ok: true, value: returned })
+  const json = stringify({ type: 'result', id: message.id, ok: true, value: returned })
+  if (json.length > MAX_RESULT_CHARS) {
+    const problem = `the returned value is ${json.length} characters of JSON, over the ${MAX_RESULT_CHARS} a Function may return; return bytes (a ReadableStream or a Response) to stream more to an HTTP caller`
+    send({ type: 'result', id: message.id, ok: false, error: { kind: 'invalid_return', message: problem } })
+    return
+  }
+  sendJson(json)
 }
 
 async function runLoad(message: LoadMessage): Promise<void> {
@@ -250,7 +297,7 @@ async function runLoad(message: LoadMessage): Promise<void> {
     await loadFunction(message.entrypoint)
     send({ type: 'loaded', id: message.id, ok: true })
   } catch (error) {
-    send({ type: 'loaded', id: message.id, ok: false, error: importFailure(error) })
+    sendFailure('loaded', message.id, importFailure(error))
   }
 }
 
@@ -263,11 +310,16 @@ function importFailure(error: unknown): WireFailure {
 
 function thrownFailure(error: unknown): WireFailure {
   if (isServiceError(error)) {
-    const failure = { kind: 'service' as const, code: error.code, message: error.message, status: error.status }
-    if (error.details === undefined) return failure
-    const problem = jsonProblem(error.details, 'details', [])
-    if (problem === null) return { ...failure, details: error.details }
-    diagnostic(`[functions worker] the details of ServiceError ${error.code} were dropped: ${problem}`)
+    // Read once: a thrown plain object may have getters. isServiceError checks only the brand and types.
+    const { code, status, details } = error
+    const message = error.message.length > MAX_FAILURE_MESSAGE_CHARS ? `${error.message.slice(0, MAX_FAILURE_MESSAGE_CHARS - 16)} [message cut]` : error.message
+    const invalid = serviceErrorProblem({ code, status, message })
+    if (invalid !== null) return { kind: 'unknown', message: `the Function threw a ServiceError that is not a valid error response: ${invalid}` }
+    const failure = { kind: 'service' as const, code, message, status }
+    if (details === undefined) return failure
+    const problem = jsonProblem(details, 'details', [])
+    if (problem === null) return { ...failure, details }
+    diagnostic(`[functions worker] the details of ServiceError ${code} were dropped: ${problem}`)
     return failure
   }
   const stack = error instanceof Error ? error.stack : undefined
@@ -435,14 +487,21 @@ async function startByteResult(invocation: Invocation, value: ByteResultValue): 
   } catch (error) {
     invocation.ended = true
     stream.reader?.cancel().catch(() => {})
-    send({ type: 'result', id: invocation.id, ok: false, error: streamFailure(error) })
+    sendFailure('result', invocation.id, streamFailure(error))
     return
   }
   if (!headers.some(([name]) => name === 'content-type')) {
     headers.push(['content-type', firstIsText ? 'text/plain; charset=utf-8' : 'application/octet-stream'])
   }
+  const head = stringify({ type: 'head', id: invocation.id, status, headers })
+  if (head.length > WORKER_MESSAGE_LIMITS.head) {
+    invocation.ended = true
+    stream.reader?.cancel().catch(() => {})
+    send({ type: 'result', id: invocation.id, ok: false, error: { kind: 'invalid_return', message: `the returned Response's headers are over ${WORKER_MESSAGE_LIMITS.head} characters` } })
+    return
+  }
   byteStreams.set(invocation.id, stream)
-  send({ type: 'head', id: invocation.id, status, headers })
+  sendJson(head)
 }
 
 /** Sends the next piece of a byte result, or ends it. */
@@ -457,7 +516,7 @@ function pullByteResult(id: string): void {
     } catch (error) {
       if (byteStreams.get(id) !== stream) return
       endByteResult(stream)
-      send({ type: 'result', id, ok: false, error: streamFailure(error) })
+      sendFailure('result', id, streamFailure(error))
       return
     }
     if (byteStreams.get(id) !== stream) return // cancelled while reading: the platform has let it go
@@ -512,17 +571,19 @@ async function callPlatform(invocation: Invocation, member: string, method: stri
   }
   callSequence += 1
   const id = `c${callSequence}`
+  const frame = (callArgs: unknown) => stringify({ type: 'call', id, invocationId: invocation.id, capability: invocation.capability, member, method, args: callArgs })
+  let json = frame(encoded)
+  if (json.length > MAX_CALL_CHARS && member === 'log') {
+    // As context-log.ts would store it: the message cut to 4 KiB, fields over the limit replaced by their size.
+    const [message] = args
+    json = frame([typeof message === 'string' ? message.slice(0, 4096) : '[a log message too large to send]', { truncated: true, size: json.length }])
+  }
+  if (json.length > MAX_CALL_CHARS) {
+    throw new ServiceError('BODY_TOO_LARGE', `${member}.${method} carries ${json.length} characters of JSON; a context call carries at most ${MAX_CALL_CHARS}`, { status: 413 })
+  }
   return await new Promise((resolve, reject) => {
     pendingCalls.set(id, { resolve, reject })
-    send({
-      type: 'call',
-      id,
-      invocationId: invocation.id,
-      capability: invocation.capability,
-      member,
-      method,
-      args: encoded as unknown[],
-    })
+    sendJson(json)
   })
 }
 
@@ -722,9 +783,21 @@ function decodeBytes(value: unknown): unknown {
 function handleLine(line: string): void {
   let message: PlatformMessage
   try {
-    message = JSON.parse(line) as PlatformMessage
+    message = parse(line) as PlatformMessage
   } catch {
     diagnostic('[functions worker] ignored a line that is not JSON from the platform')
+    return
+  }
+  if (nonce === '') {
+    // The first line, before any Function code has loaded.
+    const hello = message as { type?: unknown; nonce?: unknown }
+    if (hello.type !== 'hello' || typeof hello.nonce !== 'string' || hello.nonce === '') {
+      diagnostic('[functions worker] the platform did not start with hello')
+      exitProcess(1)
+      return
+    }
+    nonce = hello.nonce
+    send({ type: 'ready', pid: Deno.pid, deno: Deno.version.deno })
     return
   }
   switch (message.type) {
@@ -767,7 +840,6 @@ async function readInput(): Promise<void> {
   }
 }
 
-send({ type: 'ready', pid: Deno.pid, deno: Deno.version.deno })
 await readInput()
 // The platform closed stdin: it is done with this worker.
 exitProcess(0)
