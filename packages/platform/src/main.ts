@@ -14,6 +14,7 @@ import { deployExamples } from './deploy/examples.ts'
 import { ensureOperatorKey } from './identity/operator-key.ts'
 import { loadMasterKey } from './lib/master-key.ts'
 import { enforceConfirmationDeadlines } from './identity/confirmation.ts'
+import { purgeFunctionLogs } from './functions/context-log.ts'
 
 const config = loadConfig()
 const logger = createLogger({ level: config.logLevel })
@@ -46,6 +47,13 @@ const deadlines = setInterval(() => {
 }, 60 * 1000)
 deadlines.unref()
 
+// Function log lines are kept 14 days (docs/decisions.md); purged hourly.
+const logRetention = setInterval(() => {
+  purgeFunctionLogs(db, systemClock).catch((error: Error) =>
+    logger.error('function log purge failed', { error: error.message }))
+}, 60 * 60 * 1000)
+logRetention.unref()
+
 // Background jobs and cron runs: the dispatcher (shares the work with every other process
 // on this database) and the 14-day retention purge.
 await platform.jobs.start()
@@ -58,6 +66,7 @@ async function shutdown(signal: string) {
   stopping = true
   logger.info('shutting down', { signal })
   clearInterval(deadlines)
+  clearInterval(logRetention)
   await platform.cron.stop()
   await platform.jobs.stop()
   server.close()

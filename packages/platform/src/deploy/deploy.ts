@@ -16,6 +16,7 @@ import { missingSecretWarnings, type SecretStore } from '../secrets/index.ts'
 import { deadLetterRemovedQueues } from '../jobs/index.ts'
 import { readBundle, type Bundle, type Migration } from './bundle.ts'
 import { createNamespace, findNamespace, runAsRole, type Namespace } from './namespaces.ts'
+import { MAX_DEV_NAMESPACES } from './dev-names.ts'
 
 export interface Release {
   id: string
@@ -207,8 +208,11 @@ export async function deployBundle(
   const result = await deps.db.transaction(async (tx) => {
     // One deploy per app at a time; others wait here.
     await tx.query('select pg_advisory_xact_lock(hashtext($1))', [`deploy:${input.app.id}`])
-    const namespace = (await findNamespace(tx, input.app.id, environment, devName))
-      ?? (await createNamespace(tx, { appId: input.app.id, slug: input.app.slug, environment, devName }))
+    let namespace = await findNamespace(tx, input.app.id, environment, devName)
+    if (namespace === null) {
+      if (devName !== '') await checkDevNamespaceLimit(tx, input.app.id, devName)
+      namespace = await createNamespace(tx, { appId: input.app.id, slug: input.app.slug, environment, devName })
+    }
     const now = deps.clock.now()
     await tx.query(`update platform.releases set status = 'superseded' where app_id = $1 and dev_name = $2 and status = 'active'`, [input.app.id, devName])
     const [row] = await tx.query<ReleaseRow>(
@@ -239,6 +243,17 @@ export async function deployBundle(
   })
   if (devName === '') dropLocal(deps.db, APP_CHANGED)
   return { ...result, warnings }
+}
+
+/** Each development namespace is a schema, three cluster-wide roles and a Deno pool: an app has at most MAX_DEV_NAMESPACES. */
+async function checkDevNamespaceLimit(tx: Queryable, appId: string, devName: string): Promise<void> {
+  const rows = await tx.query<{ count: number }>(
+    `select count(*)::int as count from platform.namespaces where app_id = $1 and environment = 'development'`, [appId])
+  if ((rows[0]?.count ?? 0) >= MAX_DEV_NAMESPACES) {
+    throw new ServiceError('DEV_NAMESPACE_LIMIT_REACHED',
+      `an app has at most ${MAX_DEV_NAMESPACES} development namespaces; delete one before deploying to ${devName}: service dev delete <name>`,
+      { details: { limit: MAX_DEV_NAMESPACES } })
+  }
 }
 
 async function storeFiles(tx: Queryable, releaseId: string, bundle: Bundle) {

@@ -8,6 +8,8 @@ import type { Queryable } from '../db/db.ts'
 import { ServiceError } from '../lib/errors.ts'
 
 export const DEV_NAME_PATTERN = /^[a-z](?:[a-z0-9]|-(?=[a-z0-9])){0,11}$/
+/** Most development namespaces per app (DEV_NAMESPACE_LIMIT_REACHED past it). */
+export const MAX_DEV_NAMESPACES = 10
 
 /** A development namespace name from a request, or VALIDATION_FAILED. */
 export function checkDevName(value: unknown): string {

@@ -9,11 +9,12 @@ import { BUNDLE_LIMITS } from './bundle-files.ts'
 import type { SecretStore } from '../secrets/index.ts'
 import { checkDevName } from './dev-names.ts'
 import { checkBundle, deployBundle, deployWarnings, listReleases, releaseView } from './deploy.ts'
+import { deleteDevNamespace } from './dev-delete.ts'
 
 /** Base64 grows a bundle by a third; leave room for the JSON around it. */
 const MAX_DEPLOY_BODY = Math.ceil(BUNDLE_LIMITS.maxTotalBytes * 1.4)
 
-export function deployRoutes(deps: { db: Db; clock: Clock; secrets?: SecretStore }) {
+export function deployRoutes(deps: { db: Db; clock: Clock; secrets?: SecretStore; onDevDeleted?: (appId: string, devName: string) => void }) {
   const routes = new Hono<OwnerEnv>()
   // Production at /:appId/deployments; a development namespace (own schema, roles,
   // releases, secrets and logs) at /:appId/dev/:devName/deployments.
@@ -42,6 +43,14 @@ export function deployRoutes(deps: { db: Db; clock: Clock; secrets?: SecretStore
     const list = await listReleases(deps.db, app.id, { devName })
     return c.json({ releases: list.map(releaseView) })
   }
+  async function deleteDev(c: Context<OwnerEnv>) {
+    const app = await getOwnedApp(deps.db, c.var.user, c.req.param('appId')!)
+    const devName = checkDevName(c.req.param('devName'))
+    await deleteDevNamespace(deps.db, { appId: app.id, devName })
+    deps.onDevDeleted?.(app.id, devName)
+    return c.body(null, 204)
+  }
+  routes.delete('/:appId/dev/:devName', deleteDev)
   routes.post('/:appId/deployments', deploy)
   routes.post('/:appId/dev/:devName/deployments', deploy)
   routes.get('/:appId/releases', releases)

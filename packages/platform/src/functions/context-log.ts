@@ -3,8 +3,11 @@
  * `platform.function_logs` with the app, namespace, release, Function and request it came
  * from, and the owner API reads them back newest first. Lines are bounded so a Function
  * cannot fill the database with one call: the message is cut to 4 KiB and fields over
- * 16 KiB of JSON are replaced by a note of their size. The caller redacts secret values
- * before a line is stored (`redactor`), so a stored line never holds one.
+ * 16 KiB of JSON are replaced by a note of their size; the host stores at most 1,000 lines
+ * per invocation (then one line saying how many were dropped), none after the invocation
+ * ended, and writes them in batches. The caller redacts secret values before a line is
+ * stored (`redactor`), so a stored line never holds one. Lines are kept 14 days
+ * (`purgeFunctionLogs`, run by main.ts every hour).
  */
 import type { Queryable } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
@@ -16,6 +19,14 @@ export type LogLevel = (typeof LOG_LEVELS)[number]
 
 export const MAX_LOG_MESSAGE_CHARS = 4 * 1024
 export const MAX_LOG_FIELDS_CHARS = 16 * 1024
+/** Lines per INSERT when an invocation's lines are written. */
+export const LOG_BATCH_LINES = 100
+/** How long stored lines are kept. */
+export const LOG_RETENTION_DAYS = 14
+
+export function isLogLevel(value: string): value is LogLevel {
+  return (LOG_LEVELS as readonly string[]).includes(value)
+}
 /** Lines per page of the owner API: default and most. */
 export const DEFAULT_LOG_PAGE = 100
 export const MAX_LOG_PAGE = 1000
@@ -30,27 +41,47 @@ export interface LogSource {
 }
 
 /**
- * Stores one `ctx.log` call.
+ * Stores `ctx.log` calls of one invocation, in order, with one INSERT.
  *
  * @example
- * await writeFunctionLog(db, clock, { source, level: 'info', args: ['created', { id }], redactor })
+ * await writeFunctionLogs(db, clock, { source, lines: [{ level: 'info', args: ['created', { id }] }], redactor })
  */
-export async function writeFunctionLog(
+export async function writeFunctionLogs(
   db: Queryable,
   clock: Clock,
-  options: { source: LogSource; level: string; args: readonly unknown[]; redactor?: Redactor },
+  options: { source: LogSource; lines: readonly { level: string; args: readonly unknown[] }[]; redactor?: Redactor },
 ): Promise<null> {
-  const level = LOG_LEVELS.find((known) => known === options.level)
-  if (level === undefined) throw new ServiceError('BAD_REQUEST', `ctx.log has no method ${options.level}`)
-  const [message, fields] = options.redactor ? options.redactor.value(options.args) : options.args
-  const text = (typeof message === 'string' ? message : JSON.stringify(message) ?? String(message)).slice(0, MAX_LOG_MESSAGE_CHARS)
+  if (options.lines.length === 0) return null
+  const { source } = options
+  const params: unknown[] = [source.appId, source.devName ?? '', source.releaseId, source.functionName, source.requestId, clock.now()]
+  const rows: string[] = []
+  for (const line of options.lines) {
+    if (!isLogLevel(line.level)) throw new ServiceError('BAD_REQUEST', `ctx.log has no method ${line.level}`)
+    const [message, fields] = options.redactor ? options.redactor.value(line.args) : line.args
+    const text = (typeof message === 'string' ? message : JSON.stringify(message) ?? String(message)).slice(0, MAX_LOG_MESSAGE_CHARS)
+    params.push(line.level, text, boundedFields(fields))
+    const at = params.length
+    rows.push(`($1, $2, $3, $4, $5, $${at - 2}, $${at - 1}, $${at}::jsonb, $6)`)
+  }
   await db.query(
     `insert into platform.function_logs (app_id, dev_name, release_id, function_name, request_id, level, message, fields, created_at)
-     values ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9)`,
-    [options.source.appId, options.source.devName ?? '', options.source.releaseId, options.source.functionName, options.source.requestId,
-      level, text, boundedFields(fields), clock.now()],
+     values ${rows.join(', ')}`,
+    params,
   )
   return null
+}
+
+/**
+ * Deletes lines older than LOG_RETENTION_DAYS; returns how many went.
+ *
+ * @example
+ * await purgeFunctionLogs(db, clock)
+ */
+export async function purgeFunctionLogs(db: Queryable, clock: Clock): Promise<number> {
+  const cutoff = new Date(clock.now().getTime() - LOG_RETENTION_DAYS * 24 * 60 * 60 * 1000)
+  const rows = await db.query<{ count: number }>(
+    'with gone as (delete from platform.function_logs where created_at < $1 returning 1) select count(*)::int as count from gone', [cutoff])
+  return rows[0]?.count ?? 0
 }
 
 function boundedFields(fields: unknown): string | null {

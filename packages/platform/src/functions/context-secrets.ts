@@ -5,19 +5,28 @@
  * release's manifest declares: an undeclared name is `SECRET_NOT_DECLARED`; `get` of a
  * declared name without a value is `null` and `require` of one is `SECRET_NOT_SET`.
  *
- * Every value handed to a worker is remembered for its namespace (bounded), so the
- * worker's diagnostics can be redacted synchronously and a value rotated after a
- * Function cached it is still redacted; asynchronous paths (stored logs, failures) add
- * the namespace's current values from the store.
+ * Every value handed to a worker is remembered for its namespace (bounded by count and
+ * bytes), so the worker's diagnostics can be redacted synchronously and a value rotated
+ * after a Function cached it is still redacted; asynchronous paths (stored logs, failures)
+ * add the namespace's current values from the store. Those are cached per namespace and
+ * dropped on every secret change (SECRET_CHANGED notices, lib/notified-cache.ts), and the
+ * redactor built from them is kept until either set changes, so a log line costs no query
+ * and no decryption.
  */
-import type { Queryable } from '../db/db.ts'
+import type { Db } from '../db/db.ts'
+import type { Clock } from '../lib/clock.ts'
 import { ServiceError } from '../lib/errors.ts'
-import { createRedactor, type Redactor, type SecretScope, type SecretStore } from '../secrets/index.ts'
+import { createNotifiedCache } from '../lib/notified-cache.ts'
+import { createRedactor, SECRET_CHANGED, type Redactor, type SecretScope, type SecretStore } from '../secrets/index.ts'
 import { selectDeclaredSecrets } from '../secrets/queries.ts'
 
 const MAX_CACHED_RELEASES = 256
 /** Values remembered per namespace for synchronous redaction; the oldest go first. */
 const MAX_REMEMBERED_VALUES = 1000
+/** ...and at most this many UTF-16 code units of them. */
+const MAX_REMEMBERED_CHARS = 1024 * 1024
+/** Namespaces whose stored values are cached for redaction. */
+const MAX_CACHED_NAMESPACES = 1000
 
 export interface SecretsContext {
   /** Answers one `ctx.secrets` call of an invocation of `releaseId` in `scope`. */
@@ -26,6 +35,8 @@ export interface SecretsContext {
   redactorFor(scope: SecretScope): Promise<Redactor>
   /** A redactor of the values handed to workers of the namespace (synchronous). */
   handedOut(scope: SecretScope): Redactor
+  /** Stops listening for secret changes. */
+  close(): Promise<void>
 }
 
 /**
@@ -33,9 +44,14 @@ export interface SecretsContext {
  * const secrets = createSecretsContext({ db, store })
  * case 'secrets': return await secrets.answer({ scope, releaseId, method: call.method, args: call.args })
  */
-export function createSecretsContext(deps: { db: Queryable; store: SecretStore }): SecretsContext {
+export function createSecretsContext(deps: { db: Db; clock: Clock; store: SecretStore }): SecretsContext {
   const declarations = new Map<string, Promise<Record<string, string>>>()
-  const remembered = new Map<string, { values: Set<string>; redactor: Redactor | null }>()
+  const remembered = new Map<string, { values: Set<string>; chars: number; redactor: Redactor | null; generation: number }>()
+  const stored = createNotifiedCache<string[]>({
+    db: deps.db, clock: deps.clock, channel: SECRET_CHANGED, maxEntries: MAX_CACHED_NAMESPACES, maxAgeMs: 5 * 60 * 1000,
+  })
+  /** The redactor of the stored values (by the cached array) and the remembered ones (by generation). */
+  const full = new WeakMap<string[], { generation: number; redactor: Redactor }>()
 
   function declared(releaseId: string): Promise<Record<string, string>> {
     let entry = declarations.get(releaseId)
@@ -52,7 +68,8 @@ export function createSecretsContext(deps: { db: Queryable; store: SecretStore }
     const key = `${scope.appId}:${scope.devName}`
     let entry = remembered.get(key)
     if (entry === undefined) {
-      entry = { values: new Set(), redactor: null }
+      if (remembered.size >= MAX_CACHED_NAMESPACES) remembered.delete(remembered.keys().next().value!)
+      entry = { values: new Set<string>(), chars: 0, redactor: null, generation: 0 }
       remembered.set(key, entry)
     }
     return entry
@@ -61,9 +78,15 @@ export function createSecretsContext(deps: { db: Queryable; store: SecretStore }
   function remember(scope: SecretScope, value: string): void {
     const entry = memory(scope)
     if (entry.values.has(value)) return
-    if (entry.values.size >= MAX_REMEMBERED_VALUES) entry.values.delete(entry.values.values().next().value!)
+    while (entry.values.size > 0 && (entry.values.size >= MAX_REMEMBERED_VALUES || entry.chars + value.length > MAX_REMEMBERED_CHARS)) {
+      const oldest = entry.values.values().next().value!
+      entry.values.delete(oldest)
+      entry.chars -= oldest.length
+    }
     entry.values.add(value)
+    entry.chars += value.length
     entry.redactor = null
+    entry.generation += 1
   }
 
   return {
@@ -90,14 +113,23 @@ export function createSecretsContext(deps: { db: Queryable; store: SecretStore }
     },
 
     async redactorFor(scope) {
-      const stored = await deps.store.values(scope)
-      return createRedactor([...stored, ...memory(scope).values])
+      const values = (await stored.get(`${scope.appId}:${scope.devName}`, () => deps.store.values(scope)))!
+      const handed = memory(scope)
+      const known = full.get(values)
+      if (known !== undefined && known.generation === handed.generation) return known.redactor
+      const redactor = createRedactor([...values, ...handed.values])
+      full.set(values, { generation: handed.generation, redactor })
+      return redactor
     },
 
     handedOut(scope) {
       const entry = memory(scope)
       entry.redactor ??= createRedactor(entry.values)
       return entry.redactor
+    },
+
+    async close() {
+      await stored.close()
     },
   }
 }

@@ -1,7 +1,15 @@
 /**
  * The Functions host: runs an app's Functions from its active release. It keeps one warm
- * pool per (release, namespace), created on the first invocation, and closes an app's
- * pools for older releases once a newer release is active (and all of them on `close`).
+ * pool per (release, namespace), created on the first invocation.
+ *
+ * Pool lifecycle: releases are ordered by (activation time, version), never by the order
+ * requests arrive. Once a newer release of an app namespace is seen, the older releases'
+ * pools drain: they take no new work (a request that read the app before the deploy runs
+ * the newer release) and close once their in-flight invocations end, or at the latest
+ * when the longest of those invocations' timeouts has passed. A pool a late request needs
+ * for a release already superseded is created draining, so it closes after that call. A
+ * pool unused for `poolIdleMs` (5 minutes) is closed, and past `maxPools` live pools the
+ * least recently used one drains first. `close` closes them all at once.
  * A release's files are written to `<bundlesDir>/<releaseId>/` once; its manifest gives
  * each Function's entrypoint, access and timeout. Context calls are answered here: `log`
  * and `data` under the invocation's identity, `secrets` for the invocation's namespace
@@ -28,7 +36,7 @@ import { notImplemented, ServiceError } from '../lib/errors.ts'
 import type { Logger } from '../lib/logger.ts'
 import { materialiseRelease } from './bundle-files.ts'
 import { runDataCall, type DataIdentity } from './context-data.ts'
-import { writeFunctionLog } from './context-log.ts'
+import { isLogLevel, LOG_BATCH_LINES, writeFunctionLogs } from './context-log.ts'
 import { createSecretsContext } from './context-secrets.ts'
 import { redactFailure } from './failures.ts'
 import { compileRoutes, type RouteMatch, type RouteMiss, type RouteTable } from './http-routes.ts'
@@ -74,6 +82,10 @@ export interface FunctionHostDeps {
   readonly sdkEntry?: string
   /** Workers per pool. Default 2. */
   readonly poolSize?: number
+  /** A pool unused this long (by `clock`) is closed. Default 5 minutes. */
+  readonly poolIdleMs?: number
+  /** Most live (not draining) pools; past it the least recently used drains. Default 64. */
+  readonly maxPools?: number
   /** App secrets, for `ctx.secrets` and redaction. */
   readonly secrets: SecretStore
   /** Answers `ctx.jobs` (the jobs feature); without it `ctx.jobs` is NOT_IMPLEMENTED. */
@@ -104,6 +116,12 @@ export interface FunctionHost {
    * `awaitLogs`: resolve only once the invocation's `ctx.log` lines are stored.
    */
   run(fn: ResolvedFunction, options: { input: unknown; user: InvocationUser | null; requestId?: string; http?: WireHttpRoute | null; bytes?: boolean; awaitLogs?: boolean } & JobRunOptions): Promise<InvokeResult>
+  /** Closes pools unused for `poolIdleMs` (a timer runs it every minute). */
+  reapIdle(): void
+  /** Drains the pools of a development namespace that was deleted. */
+  forgetNamespace(appId: string, devName: string): void
+  /** How many pools are live (taking work) and draining. */
+  stats(): { live: number; draining: number }
   /** Closes every pool. */
   close(): Promise<void>
 }
@@ -115,6 +133,49 @@ export interface JobRunOptions {
 }
 
 const MAX_CACHED_RELEASES = 256
+const DEFAULT_POOL_IDLE_MS = 5 * 60 * 1000
+const DEFAULT_MAX_POOLS = 64
+const REAP_INTERVAL_MS = 60 * 1000
+/** A draining pool is closed this long after its last invocation's timeout at the latest. */
+const DRAIN_GRACE_MS = 5 * 1000
+/** `ctx.log` lines stored per invocation; past it lines are counted and one line says how many. */
+export const MAX_LOG_LINES_PER_INVOCATION = 1000
+
+/** What the host keeps of a release: its order among the namespace's releases and its Functions. */
+interface ReleaseInfo {
+  /** (activation time, version): a later release compares greater. */
+  readonly order: readonly [number, number]
+  readonly functions: Map<string, FunctionDeclaration>
+}
+
+interface PoolEntry {
+  readonly key: string
+  readonly appId: string
+  readonly devName: string
+  readonly releaseId: string
+  readonly pool: Promise<FunctionPool<HostMeta>>
+  /** Invocations in flight (a byte result until its stream ends). */
+  running: number
+  /** When the last of them times out at the latest (performance.now()). */
+  deadline: number
+  /** By `clock`, for idle reaping and least-recently-used order. */
+  lastUsed: number
+  draining: boolean
+  drainTimer: ReturnType<typeof setTimeout> | undefined
+}
+
+/** An invocation's `ctx.log` state: lines waiting to be written, how many were taken and dropped. */
+interface LogState {
+  pending: { level: string; args: readonly unknown[] }[]
+  flushing: Promise<unknown> | null
+  taken: number
+  dropped: number
+  ended: boolean
+}
+
+function later(a: readonly [number, number], b: readonly [number, number]): boolean {
+  return a[0] > b[0] || (a[0] === b[0] && a[1] > b[1])
+}
 
 /**
  * @example
@@ -123,45 +184,93 @@ const MAX_CACHED_RELEASES = 256
  * if (fn) await host.run(fn, { input: { title: 'Milk' }, user })
  */
 export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
-  const declarations = new Map<string, Promise<Map<string, FunctionDeclaration>>>()
+  const releases = new Map<string, Promise<ReleaseInfo>>()
   /** Route tables by the declarations they were compiled from, so one release compiles once. */
   const routeTables = new WeakMap<Map<string, FunctionDeclaration>, RouteTable>()
-  const pools = new Map<string, { appId: string; devName: string; releaseId: string; pool: Promise<FunctionPool<HostMeta>> }>()
-  /** The active release per app namespace (`<appId>:<devName>`). */
-  const activeRelease = new Map<string, string>()
+  const pools = new Map<string, PoolEntry>()
+  /** Pools that take no new work and close when their invocations end. */
+  const draining = new Set<PoolEntry>()
+  /** The newest release seen per app namespace (`<appId>:<devName>`). */
+  const newest = new Map<string, { releaseId: string; order: readonly [number, number] }>()
   /** A release's namespace (deploy creates it; it never changes after). */
   const namespaces = new Map<string, Promise<Namespace | null>>()
-  const secrets = createSecretsContext({ db: deps.db, store: deps.secrets })
-  /** Each invocation's last log write: its lines are stored one after another, in call order. */
-  const logTails = new WeakMap<HostMeta, Promise<unknown>>()
+  const secrets = createSecretsContext({ db: deps.db, clock: deps.clock, store: deps.secrets })
+  /** Each invocation's `ctx.log` lines: stored in batches, in call order, at most MAX_LOG_LINES_PER_INVOCATION. */
+  const logs = new WeakMap<HostMeta, LogState>()
+  const idleMs = deps.poolIdleMs ?? DEFAULT_POOL_IDLE_MS
+  const maxPools = deps.maxPools ?? DEFAULT_MAX_POOLS
+  const reaper = setInterval(() => reapIdle(), REAP_INTERVAL_MS)
+  reaper.unref()
   let closed = false
 
-  function declarationsOf(releaseId: string): Promise<Map<string, FunctionDeclaration>> {
-    let entry = declarations.get(releaseId)
+  function releaseInfo(releaseId: string): Promise<ReleaseInfo> {
+    let entry = releases.get(releaseId)
     if (entry === undefined) {
-      if (declarations.size >= MAX_CACHED_RELEASES) declarations.delete(declarations.keys().next().value!)
+      if (releases.size >= MAX_CACHED_RELEASES) releases.delete(releases.keys().next().value!)
       entry = deps.db
-        .query<{ functions: FunctionDeclaration[] | null }>(`select manifest -> 'functions' as functions from platform.releases where id = $1`, [releaseId])
-        .then((rows) => new Map((rows[0]?.functions ?? []).map((declaration) => [declaration.name, declaration])))
-      entry.catch(() => declarations.delete(releaseId))
-      declarations.set(releaseId, entry)
+        .query<{ functions: FunctionDeclaration[] | null; activated_at: Date | string; version: number }>(
+          `select manifest -> 'functions' as functions, activated_at, version from platform.releases where id = $1`, [releaseId])
+        .then((rows) => ({
+          order: rows[0] === undefined ? [0, 0] as const : [new Date(rows[0].activated_at).getTime(), rows[0].version] as const,
+          functions: new Map((rows[0]?.functions ?? []).map((declaration) => [declaration.name, declaration])),
+        }))
+      entry.catch(() => releases.delete(releaseId))
+      releases.set(releaseId, entry)
     }
     return entry
   }
 
-  /** Closes the app namespace's pools of releases other than `releaseId`, the one now active. */
-  function retireOlderPools(appId: string, releaseId: string, devName = ''): void {
-    if (activeRelease.get(`${appId}:${devName}`) === releaseId) return
-    activeRelease.set(`${appId}:${devName}`, releaseId)
-    for (const [key, entry] of pools) {
-      if (entry.appId !== appId || entry.devName !== devName || entry.releaseId === releaseId) continue
-      pools.delete(key)
-      namespaces.delete(entry.releaseId)
-      entry.pool.then((pool) => pool.close()).catch((error: unknown) => deps.logger.warn('functions: closing a pool failed', { error: String(error) }))
+  /**
+   * The release to run for a caller that found `releaseId` active: it, unless a newer
+   * release of the namespace has been seen (the caller read the app before a deploy). A
+   * newer release than any seen drains the namespace's other pools.
+   */
+  async function current(appId: string, devName: string, releaseId: string): Promise<{ releaseId: string; info: ReleaseInfo }> {
+    const info = await releaseInfo(releaseId)
+    const key = `${appId}:${devName}`
+    const known = newest.get(key)
+    if (known === undefined || later(info.order, known.order)) {
+      newest.set(key, { releaseId, order: info.order })
+      for (const entry of pools.values()) {
+        if (entry.appId === appId && entry.devName === devName && entry.releaseId !== releaseId) drain(entry)
+      }
+      return { releaseId, info }
     }
+    if (known.releaseId === releaseId) return { releaseId, info }
+    return { releaseId: known.releaseId, info: await releaseInfo(known.releaseId) }
   }
 
-  function poolFor(meta: HostMeta): Promise<FunctionPool<HostMeta>> {
+  /** True when a newer release of the namespace than `releaseId` has been seen. */
+  function superseded(appId: string, devName: string, releaseId: string): boolean {
+    const known = newest.get(`${appId}:${devName}`)
+    return known !== undefined && known.releaseId !== releaseId
+  }
+
+  /** Stops routing work to a pool; it closes once idle, or when its last invocation's timeout has passed. */
+  function drain(entry: PoolEntry): void {
+    if (entry.draining) return
+    entry.draining = true
+    draining.add(entry)
+    if (pools.get(entry.key) === entry) pools.delete(entry.key)
+    if (entry.running === 0) return closeEntry(entry)
+    entry.drainTimer = setTimeout(() => closeEntry(entry), Math.max(0, entry.deadline - performance.now()) + DRAIN_GRACE_MS)
+    entry.drainTimer.unref()
+  }
+
+  function closeEntry(entry: PoolEntry): void {
+    clearTimeout(entry.drainTimer)
+    if (pools.get(entry.key) === entry) pools.delete(entry.key)
+    draining.delete(entry)
+    entry.pool.then((pool) => pool.close()).catch((error: unknown) => deps.logger.warn('functions: closing a pool failed', { error: String(error) }))
+  }
+
+  function reapIdle(): void {
+    const now = deps.clock.now().getTime()
+    for (const entry of [...pools.values()]) if (entry.running === 0 && now - entry.lastUsed >= idleMs) drain(entry)
+  }
+
+  /** The pool an invocation runs in, counted as in flight until `done` is called. */
+  function poolFor(meta: HostMeta, timeoutMs: number): { entry: PoolEntry; done: () => void } {
     const key = `${meta.releaseId}:${meta.namespace?.id ?? 'none'}`
     let entry = pools.get(key)
     if (entry === undefined) {
@@ -174,11 +283,42 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
           logger: redactingLogger(deps.logger, (fields) => secrets.handedOut({ appId: meta.appId, devName: meta.devName }).value(fields)),
           onContextCall: answer,
         }))
-      entry = { appId: meta.appId, devName: meta.devName, releaseId: meta.releaseId, pool }
-      pool.catch(() => pools.delete(key))
-      pools.set(key, entry)
+      const created: PoolEntry = {
+        key, appId: meta.appId, devName: meta.devName, releaseId: meta.releaseId, pool,
+        running: 0, deadline: 0, lastUsed: deps.clock.now().getTime(), draining: false, drainTimer: undefined,
+      }
+      pool.catch(() => {
+        if (pools.get(key) === created) pools.delete(key)
+      })
+      entry = created
+      if (superseded(meta.appId, meta.devName, meta.releaseId)) {
+        // A late call for a release already replaced: this pool serves it and closes after.
+        created.draining = true
+      } else {
+        pools.set(key, created)
+        if (pools.size > maxPools) {
+          let oldest: PoolEntry | undefined
+          for (const other of pools.values()) if (other !== created && (oldest === undefined || other.lastUsed < oldest.lastUsed)) oldest = other
+          if (oldest !== undefined) drain(oldest)
+        }
+      }
     }
-    return entry.pool
+    const used = entry
+    if (used.draining) draining.add(used)
+    used.running += 1
+    used.deadline = Math.max(used.deadline, performance.now() + timeoutMs)
+    used.lastUsed = deps.clock.now().getTime()
+    let finished = false
+    return {
+      entry: used,
+      done: () => {
+        if (finished) return
+        finished = true
+        used.running -= 1
+        used.lastUsed = deps.clock.now().getTime()
+        if (used.draining && used.running === 0) closeEntry(used)
+      },
+    }
   }
 
   function namespaceOf(fn: ResolvedFunction): Promise<Namespace | null> {
@@ -196,16 +336,16 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
     const meta = call.meta
     switch (call.member) {
       case 'log': {
-        const previous = logTails.get(meta) ?? Promise.resolve()
-        const written = previous.catch(() => {}).then(async () =>
-          writeFunctionLog(deps.db, deps.clock, {
-            source: { appId: meta.appId, devName: meta.devName, releaseId: meta.releaseId, functionName: meta.functionName, requestId: meta.requestId },
-            level: call.method,
-            args: call.args,
-            redactor: await secrets.redactorFor({ appId: meta.appId, devName: meta.devName }),
-          }))
-        logTails.set(meta, written)
-        return await written
+        if (!isLogLevel(call.method)) throw new ServiceError('BAD_REQUEST', `ctx.log has no method ${call.method}`)
+        const state = logState(meta)
+        if (state.ended || call.signal.aborted) throw new ServiceError('BAD_REQUEST', 'ctx.log was called after the invocation ended')
+        if (state.taken >= MAX_LOG_LINES_PER_INVOCATION) {
+          state.dropped += 1
+          return null
+        }
+        state.taken += 1
+        state.pending.push({ level: call.method, args: call.args })
+        return await flushLogs(meta, state)
       }
       case 'secrets':
         return await secrets.answer({ scope: { appId: meta.appId, devName: meta.devName }, releaseId: meta.releaseId, method: call.method, args: call.args })
@@ -224,31 +364,94 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
     }
   }
 
+  function logState(meta: HostMeta): LogState {
+    let state = logs.get(meta)
+    if (state === undefined) logs.set(meta, (state = { pending: [], flushing: null, taken: 0, dropped: 0, ended: false }))
+    return state
+  }
+
+  /** Writes the invocation's waiting lines, a batch at a time; resolves once the batch holding the last line is stored. */
+  function flushLogs(meta: HostMeta, state: LogState): Promise<unknown> {
+    if (state.flushing !== null) return state.flushing
+    const source = { appId: meta.appId, devName: meta.devName, releaseId: meta.releaseId, functionName: meta.functionName, requestId: meta.requestId }
+    const flushing = (async () => {
+      while (state.pending.length > 0) {
+        const batch = state.pending.splice(0, LOG_BATCH_LINES)
+        const redactor = await secrets.redactorFor({ appId: meta.appId, devName: meta.devName })
+        await writeFunctionLogs(deps.db, deps.clock, { source, lines: batch, redactor })
+      }
+      return null
+    })()
+    state.flushing = flushing
+    const clear = () => {
+      if (state.flushing === flushing) state.flushing = null
+    }
+    flushing.then(clear, (error: unknown) => {
+      clear()
+      deps.logger.warn('functions: storing log lines failed', { error: String(error) })
+    })
+    return flushing
+  }
+
+  /** After an invocation: no more lines, one line for those over the limit, and its lines stored if asked. */
+  async function endLogs(meta: HostMeta, wait: boolean): Promise<void> {
+    const state = logs.get(meta)
+    if (state === undefined) return
+    state.ended = true
+    if (state.dropped > 0) {
+      state.pending.push({
+        level: 'warn',
+        args: [`${state.dropped} more log line${state.dropped === 1 ? ' was' : 's were'} dropped: an invocation stores at most ${MAX_LOG_LINES_PER_INVOCATION}`, { dropped: state.dropped }],
+      })
+      state.dropped = 0
+      void flushLogs(meta, state).catch(() => {})
+    }
+    if (wait) await state.flushing?.catch(() => {})
+  }
+
+  async function resolveIn(app: App, devName: string, releaseId: string, name: string): Promise<ResolvedFunction | null> {
+    const chosen = await current(app.id, devName, releaseId)
+    const declaration = chosen.info.functions.get(name)
+    if (declaration === undefined) return null
+    return devName === '' ? { app, releaseId: chosen.releaseId, declaration } : { app, releaseId: chosen.releaseId, declaration, devName }
+  }
+
   return {
     async resolve(app, name) {
       if (app.activeReleaseId === null) return null
-      retireOlderPools(app.id, app.activeReleaseId)
-      const declaration = (await declarationsOf(app.activeReleaseId)).get(name)
-      return declaration === undefined ? null : { app, releaseId: app.activeReleaseId, declaration }
+      return await resolveIn(app, '', app.activeReleaseId, name)
     },
 
     async resolveDev(app, devName, name) {
       const releaseId = await activeReleaseOf(deps.db, app.id, devName)
       if (releaseId === null) return null
-      retireOlderPools(app.id, releaseId, devName)
-      const declaration = (await declarationsOf(releaseId)).get(name)
-      return declaration === undefined ? null : { app, releaseId, declaration, devName }
+      return await resolveIn(app, devName, releaseId, name)
     },
 
     async route(app, request) {
       if (app.activeReleaseId === null) return { matched: false, methods: [] }
-      const byName = await declarationsOf(app.activeReleaseId)
+      const chosen = await current(app.id, '', app.activeReleaseId)
+      const byName = chosen.info.functions
       let table = routeTables.get(byName)
       if (table === undefined) routeTables.set(byName, (table = compileRoutes(byName.values())))
       const match = table.match(request.method, request.pathname)
       if (!match.matched) return match
-      retireOlderPools(app.id, app.activeReleaseId)
-      return { ...match, fn: { app, releaseId: app.activeReleaseId, declaration: match.declaration } }
+      return { ...match, fn: { app, releaseId: chosen.releaseId, declaration: match.declaration } }
+    },
+
+    reapIdle,
+
+    forgetNamespace(appId, devName) {
+      newest.delete(`${appId}:${devName}`)
+      for (const entry of [...pools.values()]) {
+        if (entry.appId !== appId || entry.devName !== devName) continue
+        namespaces.delete(entry.releaseId)
+        drain(entry)
+      }
+    },
+
+    stats() {
+      return { live: pools.size, draining: draining.size }
     },
 
     async run(fn, options) {
@@ -277,15 +480,32 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
         devName,
         identity,
       }
-      const pool = await poolFor(meta)
-      const result = await pool.invoke({
-        entrypoint: fn.declaration.entrypoint,
-        input: options.input,
-        meta,
-        timeoutMs: options.timeoutMs ?? fn.declaration.timeoutSeconds * 1000,
-        ...(options.bytes === true ? { bytes: true } : {}),
-      })
-      if (options.awaitLogs === true) await logTails.get(meta)?.catch(() => {})
+      const timeoutMs = options.timeoutMs ?? fn.declaration.timeoutSeconds * 1000
+      const { entry, done } = poolFor(meta, timeoutMs)
+      let result: InvokeResult
+      try {
+        const pool = await entry.pool
+        result = await pool.invoke({
+          entrypoint: fn.declaration.entrypoint,
+          input: options.input,
+          meta,
+          timeoutMs,
+          ...(options.bytes === true ? { bytes: true } : {}),
+        })
+      } catch (error) {
+        done()
+        throw error
+      }
+      if (result.ok && 'bytes' in result) {
+        // The invocation runs until its stream ends: the pool stays until then, and so do its logs.
+        const body = untilEnded(result.bytes.body, () => {
+          done()
+          void endLogs(meta, false)
+        })
+        return { ...result, bytes: { ...result.bytes, body } }
+      }
+      done()
+      await endLogs(meta, options.awaitLogs === true)
       if (result.ok) return result
       const redactor = await secrets.redactorFor({ appId: meta.appId, devName })
       return { ok: false, error: redactFailure(result.error, redactor) }
@@ -293,11 +513,45 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
 
     async close() {
       closed = true
-      const entries = [...pools.values()]
+      clearInterval(reaper)
+      const entries = [...pools.values(), ...draining]
       pools.clear()
-      await Promise.all(entries.map((entry) => entry.pool.then((pool) => pool.close(), () => {})))
+      draining.clear()
+      for (const entry of entries) clearTimeout(entry.drainTimer)
+      await Promise.all([
+        ...entries.map((entry) => entry.pool.then((pool) => pool.close(), () => {})),
+        secrets.close(),
+      ])
     },
   }
+}
+
+/** `body`, calling `ended` once when it is read to its end, errors or is cancelled. */
+function untilEnded(body: ReadableStream<Uint8Array>, ended: () => void): ReadableStream<Uint8Array> {
+  const reader = body.getReader()
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const next = await reader.read()
+        if (next.done) {
+          controller.close()
+          ended()
+        } else {
+          controller.enqueue(next.value)
+        }
+      } catch (error) {
+        ended()
+        throw error
+      }
+    },
+    async cancel(reason) {
+      try {
+        await reader.cancel(reason)
+      } finally {
+        ended()
+      }
+    },
+  }, { highWaterMark: 0 })
 }
 
 /** The pool's logger with the namespace's handed-out secret values redacted from every field. */

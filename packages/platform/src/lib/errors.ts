@@ -51,6 +51,8 @@ export const ERROR_CODES = {
   SECRET_NOT_FOUND: 404,
   /** A development namespace that has no release (deploy to it first). */
   DEV_NAMESPACE_NOT_FOUND: 404,
+  /** A deploy would create a development namespace past the per-app limit (delete one first). */
+  DEV_NAMESPACE_LIMIT_REACHED: 409,
   // Jobs (spec 3.1, 7.2; the codes other than the spec's two are ours).
   IDEMPOTENCY_KEY_REUSED: 409,
   QUEUE_NOT_ACTIVE: 409,

@@ -3,7 +3,8 @@
  * Function, and the deploy warning for required secrets without a value.
  */
 export {
-  checkSecretName, checkSecretValue, createSecretStore, MAX_SECRET_VALUE_BYTES, MAX_SECRETS_PER_NAMESPACE, SECRET_NAME_PATTERN,
+  checkSecretName, checkSecretValue, createSecretStore, MAX_SECRET_BYTES_PER_NAMESPACE, MAX_SECRET_VALUE_BYTES, MAX_SECRETS_PER_NAMESPACE,
+  SECRET_CHANGED, SECRET_NAME_PATTERN,
   type SecretScope, type SecretStore, type StoredSecret,
 } from './secrets.ts'
 export { createRedactor, REDACTED, type Redactor } from './redact.ts'

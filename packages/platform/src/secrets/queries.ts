@@ -38,6 +38,19 @@ export async function countSecrets(db: Queryable, scope: SecretScope): Promise<n
   return rows[0]?.count ?? 0
 }
 
+/**
+ * The UTF-8 bytes of a namespace's values together, read from the ciphertexts without
+ * decrypting: AES-GCM's output is as long as its input, plus a 16-byte tag (encryption.ts).
+ */
+export async function storedValueBytes(db: Queryable, scope: SecretScope): Promise<number> {
+  const rows = await db.query<{ bytes: number }>(
+    `select coalesce(sum(floor(length(split_part(value_encrypted, '.', 3)) * 3 / 4) - 16), 0)::int as bytes
+       from platform.app_secrets where app_id = $1 and dev_name = $2`,
+    [scope.appId, scope.devName],
+  )
+  return rows[0]?.bytes ?? 0
+}
+
 /** Deletes one value; true when there was one. */
 export async function deleteSecret(db: Queryable, scope: SecretScope, name: string): Promise<boolean> {
   const rows = await db.query(

@@ -2,9 +2,13 @@
  * Redaction of secret values from what leaves a Function: log lines, error messages,
  * details and stacks, and the worker's diagnostics. Besides the value itself it replaces
  * the forms a value commonly takes on the way out: JSON-escaped (once and twice, for a
- * value inside a JSON string, or a JSON string inside one) and URI-encoded (a value in a
- * URL an error message quotes). Every non-empty value is redacted, however short: a
- * short secret garbles log text rather than leaking.
+ * value inside a JSON string, or a JSON string inside one), URI-encoded (a value in a
+ * URL an error message quotes) and quoted as Deno's console prints a string inside an
+ * object or array (`console.log({ key })`: backslashes doubled, the quote escaped, control
+ * characters as `\n` or `\x01`). A value of several lines is also redacted line by line
+ * (each line of 8 characters or more), because console output is read, and redacted, one
+ * line at a time. Every non-empty value is redacted, however short: a short secret
+ * garbles log text rather than leaking.
  */
 
 export const REDACTED = '[REDACTED]'
@@ -17,11 +21,23 @@ export interface Redactor {
   value<T>(value: T): T
 }
 
-/** The forms of `value` to look for, longest first. */
+/** Shortest line of a multi-line value redacted on its own. */
+const MIN_LINE_CHARS = 8
+const INSPECT_ESCAPES: Record<string, string> = { '\b': '\\b', '\f': '\\f', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\v': '\\v' }
+
+/** `value` as Deno's console prints it between `quote`s (ext/console quoteString), without the quotes. */
+function inspected(value: string, quote: string): string {
+  return value
+    .replace(quote === '`' ? /[`\\]/g : quote === '"' ? /["\\]/g : /['\\]/g, (c) => '\\' + c)
+    .replace(/[\b\f\n\r\t\v]/g, (c) => INSPECT_ESCAPES[c]!)
+    .replace(/[\x00-\x1f\x7f-\x9f]/g, (c) => '\\x' + c.charCodeAt(0).toString(16).padStart(2, '0'))
+}
+
+/** The forms of `value` to look for. */
 function forms(value: string): string[] {
   const once = JSON.stringify(value).slice(1, -1)
   const twice = JSON.stringify(once).slice(1, -1)
-  return [value, once, twice, encodeURIComponent(value)]
+  return [value, once, twice, encodeURIComponent(value), inspected(value, "'"), inspected(value, '"'), inspected(value, '`')]
 }
 
 /**
@@ -32,7 +48,10 @@ function forms(value: string): string[] {
 export function createRedactor(values: Iterable<string>): Redactor {
   const needles = new Set<string>()
   for (const value of values) {
-    if (value.length > 0) for (const form of forms(value)) needles.add(form)
+    if (value.length === 0) continue
+    for (const form of forms(value)) needles.add(form)
+    const lines = value.split(/\r\n|\n|\r/)
+    if (lines.length > 1) for (const line of lines) if (line.length >= MIN_LINE_CHARS) for (const form of forms(line)) needles.add(form)
   }
   const ordered = [...needles].sort((a, b) => b.length - a.length)
   const text = (input: string): string => {
@@ -54,7 +73,10 @@ export function createRedactor(values: Iterable<string>): Redactor {
         if (input === null) return null
         if (Array.isArray(input)) return input.map(value)
         const copy: Record<string, unknown> = {}
-        for (const [key, entry] of Object.entries(input)) copy[text(key)] = value(entry)
+        // defineProperty: a key `__proto__` stays an own property instead of setting the prototype.
+        for (const [key, entry] of Object.entries(input)) {
+          Object.defineProperty(copy, text(key), { value: value(entry), enumerable: true, writable: true, configurable: true })
+        }
         return copy
       }
       default:

@@ -11,6 +11,7 @@ import { getOwnedApp } from '../apps/apps.ts'
 import type { OwnerEnv } from '../http/owner-auth.ts'
 import { readObject } from '../http/json.ts'
 import { activeReleaseOf, checkDevName } from '../deploy/dev-names.ts'
+import { findNamespace } from '../deploy/namespaces.ts'
 import { selectDeclaredSecrets } from './queries.ts'
 import { checkSecretName, checkSecretValue, MAX_SECRET_VALUE_BYTES, type SecretScope, type SecretStore } from './secrets.ts'
 
@@ -47,6 +48,11 @@ export function secretRoutes(deps: { db: Db; store: SecretStore }) {
   async function put(c: Context<OwnerEnv>) {
     const { scope, releaseId } = await target(c)
     const name = checkSecretName(c.req.param('name'))
+    // A development namespace exists from its first deploy; values for names never deployed are refused.
+    if (scope.devName !== '' && (await findNamespace(deps.db, scope.appId, 'development', scope.devName)) === null) {
+      throw new ServiceError('DEV_NAMESPACE_NOT_FOUND',
+        `the development namespace ${scope.devName} does not exist; deploy to it first with: service deploy <dir> --dev ${scope.devName}`)
+    }
     const body = await readObject(c, MAX_BODY_BYTES)
     const unknown = Object.keys(body).filter((key) => key !== 'value')
     if (unknown.length > 0) {

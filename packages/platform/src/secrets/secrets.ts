@@ -10,7 +10,8 @@ import type { Db } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
 import { decrypt, encrypt } from '../lib/encryption.ts'
 import { ServiceError } from '../lib/errors.ts'
-import { countSecrets, deleteSecret, lockScope, selectSecret, selectSecrets, upsertSecret } from './queries.ts'
+import { announceChange, dropLocal } from '../lib/notified-cache.ts'
+import { countSecrets, deleteSecret, storedValueBytes, lockScope, selectSecret, selectSecrets, upsertSecret } from './queries.ts'
 
 /** Same rule as the manifest's secret names. */
 export const SECRET_NAME_PATTERN = /^[A-Z][A-Z0-9_]{0,63}$/
@@ -18,6 +19,10 @@ export const SECRET_NAME_PATTERN = /^[A-Z][A-Z0-9_]{0,63}$/
 export const MAX_SECRET_VALUE_BYTES = 64 * 1024
 /** Most stored values per app namespace. */
 export const MAX_SECRETS_PER_NAMESPACE = 100
+/** Most UTF-8 bytes of all stored values of one app namespace together. */
+export const MAX_SECRET_BYTES_PER_NAMESPACE = 256 * 1024
+/** NOTIFY channel told of every change to a namespace's values (payload `<appId>:<devName>`). */
+export const SECRET_CHANGED = 'platform_secret_changed'
 
 /** One app namespace: `devName` '' is production. */
 export interface SecretScope {
@@ -89,12 +94,25 @@ export function createSecretStore(deps: { db: Db; clock: Clock; key: Uint8Array 
         if (isNew && (await countSecrets(tx, scope)) > MAX_SECRETS_PER_NAMESPACE) {
           throw new ServiceError('VALIDATION_FAILED', `an app namespace may hold at most ${MAX_SECRETS_PER_NAMESPACE} secrets`)
         }
+        // Every value is redacted from every log line, so the total is bounded too.
+        if ((await storedValueBytes(tx, scope)) > MAX_SECRET_BYTES_PER_NAMESPACE) {
+          throw new ServiceError('VALIDATION_FAILED',
+            `the secrets of an app namespace may hold at most ${MAX_SECRET_BYTES_PER_NAMESPACE} bytes together`, { details: { field: 'value' } })
+        }
+        await announceChange(tx, SECRET_CHANGED, `${scope.appId}:${scope.devName}`)
         return isNew
       })
+      dropLocal(db, SECRET_CHANGED)
       return { name, updatedAt: at, created }
     },
     async unset(scope, name) {
-      return await deleteSecret(db, scope, checkSecretName(name))
+      const removed = await db.transaction(async (tx) => {
+        const gone = await deleteSecret(tx, scope, checkSecretName(name))
+        if (gone) await announceChange(tx, SECRET_CHANGED, `${scope.appId}:${scope.devName}`)
+        return gone
+      })
+      dropLocal(db, SECRET_CHANGED)
+      return removed
     },
     async list(scope) {
       return (await selectSecrets(db, scope)).map((row) => ({ name: row.name, updatedAt: row.updated_at }))
