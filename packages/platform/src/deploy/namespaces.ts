@@ -128,7 +128,9 @@ ${NAMESPACE_ROLES.map((role) => wrapperSql(namespace, role)).join('\n')}
 /** Removes a namespace's schema, wrappers, roles and row (inside `tx`). */
 export async function dropNamespace(tx: Queryable, namespace: Namespace): Promise<void> {
   const roles = NAMESPACE_ROLES.map((role) => ident(roleName(namespace, role))).join(', ')
-  await tx.exec(`drop owned by ${roles} cascade; drop role ${roles};`)
+  // The schema first: `drop owned` dropping it together with its default privileges failed
+  // with "could not find tuple for default ACL" (PGlite).
+  await tx.exec(`drop schema if exists ${ident(namespace.schemaName)} cascade; drop owned by ${roles} cascade; drop role ${roles};`)
   await tx.query('delete from platform.namespaces where id = $1', [namespace.id])
 }
 
