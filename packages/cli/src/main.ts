@@ -27,6 +27,7 @@ import {
 import { loginCommand, logoutCommand, pollOptions } from './commands/login.ts'
 import { cronListCommand, cronNextCommand, cronRunCommand } from './commands/cron.ts'
 import { readSecretFromProcess, secretsCommand } from './commands/secrets.ts'
+import { devCommand } from './commands/dev.ts'
 import { logsCommand } from './commands/logs.ts'
 import { functionsInvokeCommand } from './commands/functions.ts'
 import { openCredentialStore, type CredentialStore } from './credentials.ts'
@@ -71,6 +72,9 @@ const USAGE = `usage: service <command>
                                  stored ctx.log lines, newest last
   functions invoke <name> --dev <name> [--input '<json>'] [--as owner|anonymous]
                                  run a Function of a development namespace; logs to stderr
+  dev delete <name> [--app <app>]
+                                 delete a development namespace: its schema, data, releases,
+                                 logs and secrets (an app has at most 10)
 
 environment: SERVICE_URL (default http://localhost:8787), SERVICE_TOKEN (owner API token;
              otherwise the one service login stored), SERVICE_CREDENTIALS_FILE (keep tokens
@@ -134,7 +138,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
   const store = async () => (credentials ??= await openCredentialStore({ env: io.env }))
   // The owner token: SERVICE_TOKEN, else the one `service login` stored (looked up only by
   // commands that call the owner API).
-  const needsToken = ['deploy', 'apps', 'releases', 'app', 'secrets', 'logs', 'functions', 'cron'].includes(command) && !(command === 'app' && arg === 'request')
+  const needsToken = ['deploy', 'apps', 'releases', 'app', 'secrets', 'logs', 'functions', 'cron', 'dev'].includes(command) && !(command === 'app' && arg === 'request')
     && !(command === 'cron' && sub === 'next')
   let token = io.env.SERVICE_TOKEN || undefined
   if (!token && needsToken) {
@@ -158,6 +162,8 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
           app: values.app, dev: values.dev, function: values.function, level: values.level,
           from: values.from, to: values.to, limit: values.limit, json: values.json ?? false,
         })
+      case 'dev':
+        return await devCommand(io, client, { action: sub, name: arg, app: values.app })
       case 'functions':
         if (sub === 'invoke') return await functionsInvokeCommand(io, client, { name: arg, app: values.app, dev: values.dev, input: values.input, as: values.as })
         break

@@ -8,7 +8,7 @@
 import type { Client } from '../client.ts'
 import type { Io } from '../main.ts'
 import { appTarget } from './app-target.ts'
-import { formatLogLine, type LogLine } from './logs.ts'
+import { formatLogLine, terminalSafe, type LogLine } from './logs.ts'
 
 export interface InvokeOptions {
   readonly name: string | undefined
@@ -47,11 +47,12 @@ export async function functionsInvokeCommand(io: Io, client: Client, options: In
   })
   for (const line of result.logs) io.err(formatLogLine(line))
   if (result.ok) {
-    io.out(JSON.stringify(result.value, null, 2))
+    io.out(terminalSafe(JSON.stringify(result.value, null, 2), { keepNewlines: true }))
     return 0
   }
-  io.err(`error ${result.error.code} (${result.status}): ${result.error.message}`)
-  if (result.error.details?.stack) io.err(result.error.details.stack)
-  else if (result.error.details !== undefined) io.err(JSON.stringify(result.error.details, null, 2))
+  // The Function wrote the message, details and stack: no terminal controls reach the screen.
+  io.err(terminalSafe(`error ${result.error.code} (${result.status}): ${result.error.message}`))
+  if (result.error.details?.stack) io.err(terminalSafe(String(result.error.details.stack), { keepNewlines: true }))
+  else if (result.error.details !== undefined) io.err(terminalSafe(JSON.stringify(result.error.details, null, 2), { keepNewlines: true }))
   return 1
 }

@@ -28,10 +28,26 @@ export interface LogLine {
   fields: unknown
 }
 
-/** One line as the CLI prints it. */
+/** C0 controls but tab, DEL and C1 controls: a terminal may act on them (colours, cursor moves, titles, OSC 8 links). */
+const CONTROLS = /[\x00-\x08\x0a-\x1f\x7f-\x9f]/g
+const CONTROLS_BUT_NEWLINE = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g
+
+/**
+ * Text a Function wrote, made safe to print on a terminal: each control character becomes
+ * a visible escape (`\n`, `\r`, `\x1b`, `\x9b`); with `keepNewlines` newlines stay (a stack).
+ *
+ * @example
+ * terminalSafe('\x1b]0;pwned\x07') // '\\x1b]0;pwned\\x07'
+ */
+export function terminalSafe(text: string, options: { keepNewlines?: boolean } = {}): string {
+  return text.replace(options.keepNewlines === true ? CONTROLS_BUT_NEWLINE : CONTROLS, (c) =>
+    c === '\n' ? '\\n' : c === '\r' ? '\\r' : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
+}
+
+/** One line as the CLI prints it; whatever the Function wrote is escaped, so a line stays one terminal line. */
 export function formatLogLine(line: LogLine): string {
   const fields = line.fields === null || line.fields === undefined ? '' : ` ${JSON.stringify(line.fields)}`
-  return `${line.time} ${line.level.padEnd(5)} ${line.function} ${line.message}${fields}`
+  return terminalSafe(`${line.time} ${line.level.padEnd(5)} ${line.function} ${line.message}${fields}`)
 }
 
 export async function logsCommand(io: Io, client: Client, options: LogsOptions): Promise<number> {
