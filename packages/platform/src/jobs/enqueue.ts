@@ -46,6 +46,13 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return proto === Object.prototype || proto === null
 }
 
+/** Bytes arrive from a worker as Uint8Array (protocol.ts); they are not JSON. */
+function holdsBytes(value: unknown): boolean {
+  if (value instanceof Uint8Array) return true
+  if (typeof value !== 'object' || value === null) return false
+  return Object.values(value).some(holdsBytes)
+}
+
 /**
  * Reads the arguments of `ctx.jobs.enqueue` as they arrive from a worker.
  *
@@ -57,6 +64,9 @@ export function readEnqueueArgs(args: readonly unknown[]): EnqueueRequest {
   if (typeof queue !== 'string' || queue.length === 0) throw invalid('jobs.enqueue needs a queue name as its first argument', 'queue')
   if (!isPlainObject(payload)) {
     throw new ServiceError('JOB_PAYLOAD_INVALID', 'A job payload must be a JSON object')
+  }
+  if (holdsBytes(payload)) {
+    throw new ServiceError('JOB_PAYLOAD_INVALID', 'A job payload must be JSON; bytes cannot be queued (upload a file and queue its reference)')
   }
   const bytes = new TextEncoder().encode(JSON.stringify(payload)).byteLength
   if (bytes > JOB_LIMITS.payloadBytes) {

@@ -117,6 +117,7 @@ describe(`jobs (${backend})`, () => {
 
   test('enqueue arguments are checked with precise codes', async () => {
     const cases: [string, unknown, unknown, number, string][] = [
+      ['work', { mode: 'ok', data: { '$service.bytes': 'AAE=' } }, { idempotencyKey: 'a0' }, 400, 'JOB_PAYLOAD_INVALID'],
       ['work', ['not', 'an', 'object'], { idempotencyKey: 'a1' }, 400, 'JOB_PAYLOAD_INVALID'],
       ['work', 'text', { idempotencyKey: 'a2' }, 400, 'JOB_PAYLOAD_INVALID'],
       ['work', { mode: 'ok', pad: 'x'.repeat(65536 - 22 + 1) }, { idempotencyKey: 'a3' }, 413, 'JOB_PAYLOAD_TOO_LARGE'],
