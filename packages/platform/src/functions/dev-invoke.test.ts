@@ -157,6 +157,15 @@ describe(`development namespaces: deploy, invoke and logs (${backend})`, () => {
     assert.deepEqual(res.body.value, { user: null, me: { id: 1, uid: null, system: true }, count: 1 })
   })
 
+  test('an explicit null input reaches the schema as null (no input at all is {})', async () => {
+    const res = await invoke('sweep', { input: null })
+    assert.equal(res.status, 200, res.text)
+    assert.equal(res.body.ok, false)
+    assert.equal(res.body.status, 400)
+    assert.equal(res.body.error.code, 'INPUT_INVALID')
+    assert.equal((await invoke('sweep', {})).body.ok, true)
+  })
+
   test('a failure answers with development detail and the lines logged before it', async () => {
     const res = await invoke('fail', {})
     assert.equal(res.status, 200)

@@ -48,7 +48,8 @@ export function devInvokeRoutes(deps: { db: Db; host: () => FunctionHost }) {
     }
     const user = as === 'owner' ? { id: c.var.user.id, email: c.var.user.email } : null
     const requestId = randomUUID()
-    const result = await host.run(fn, { input: body.input ?? {}, user, requestId, awaitLogs: true })
+    // No input is {}; an explicit null reaches the Function's schema as null.
+    const result = await host.run(fn, { input: 'input' in body ? body.input : {}, user, requestId, awaitLogs: true })
     const page = await listFunctionLogs(deps.db, { appId: app.id, devName, requestId, limit: MAX_LOG_PAGE })
     const logs = [...page.lines].reverse()
     // Without `bytes: true` the host answers a plain result (a byte-returning Function's value is null).

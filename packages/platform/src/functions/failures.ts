@@ -5,7 +5,7 @@
  * development (spec 7.1: "unknown production errors stay generic").
  */
 import type { Redactor } from '../secrets/index.ts'
-import type { WireFailure } from './protocol.ts'
+import { serviceErrorProblem, type WireFailure } from './protocol.ts'
 
 /** Why an invocation failed. */
 export type FunctionFailure =
@@ -46,6 +46,9 @@ export interface FailureResponse {
  */
 export function failureResponse(failure: FunctionFailure, options: { environment: 'production' | 'development' }): FailureResponse {
   if (failure.kind === 'service') {
+    const problem = serviceErrorProblem(failure)
+    // The pool already turns these into `unknown`; a failure built elsewhere gets the same treatment.
+    if (problem !== null) return failureResponse({ kind: 'unknown', message: `a ServiceError that is not a valid error response: ${problem}` }, options)
     const error = { code: failure.code, message: failure.message }
     return { status: failure.status, body: { error: failure.details === undefined ? error : { ...error, details: failure.details } } }
   }

@@ -47,8 +47,11 @@ export interface FunctionCaller {
   readonly via: CallerVia
 }
 
+/** Every JSON answer of a Function surface (value or error): never sniffed as anything else. */
+const JSON_HEADERS = { 'x-content-type-options': 'nosniff' } as const
+
 function errorJson(c: Context, status: number, error: { code: string; message: string; details?: unknown }, headers: Record<string, string> = {}): Response {
-  return c.json({ error }, status as 400, headers)
+  return c.json({ error }, status as 400, { ...JSON_HEADERS, ...headers })
 }
 
 /**
@@ -128,22 +131,39 @@ async function invoke(
   const result: InvokeResult = await deps.host.run(call.fn, { input: call.input, user: call.user, http: call.http, bytes: true })
   if (result.ok) {
     if ('bytes' in result) return byteResponse(result.bytes)
-    return new Response(JSON.stringify(result.value ?? null), { status: 200, headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' } })
+    return new Response(JSON.stringify(result.value ?? null), {
+      status: 200,
+      headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...JSON_HEADERS },
+    })
   }
   const { status, body } = failureResponse(result.error, { environment: deps.production ? 'production' : 'development' })
-  return c.json(body, status as 400, { 'cache-control': 'no-store' })
+  return c.json(body, status as 400, { 'cache-control': 'no-store', ...JSON_HEADERS })
 }
 
-/** A Function's bytes as the HTTP response, streamed as read; headers outside RESPONSE_HEADERS are dropped. */
+/**
+ * A Function's bytes as the HTTP response, streamed as read; headers outside
+ * RESPONSE_HEADERS, and values HTTP cannot carry (the worker is untrusted), are dropped.
+ * If the response cannot be built the stream is cancelled, so the invocation ends now.
+ */
 function byteResponse(bytes: ByteResult): Response {
-  const headers = new Headers({ [STREAM_HEADER]: '1', 'x-content-type-options': 'nosniff' })
-  for (const [name, value] of bytes.headers) {
-    if (RESPONSE_HEADERS.has(name.toLowerCase())) headers.append(name, value)
+  try {
+    const headers = new Headers({ [STREAM_HEADER]: '1', 'x-content-type-options': 'nosniff' })
+    for (const [name, value] of bytes.headers) {
+      if (!RESPONSE_HEADERS.has(name.toLowerCase())) continue
+      try {
+        headers.append(name, value)
+      } catch {
+        // A value with a control character, say: skipped like a header outside the list.
+      }
+    }
+    if (!headers.has('cache-control')) headers.set('cache-control', 'no-store')
+    const empty = bytes.status === 204 || bytes.status === 205 || bytes.status === 304
+    if (empty) void bytes.body.cancel()
+    return new Response(empty ? null : bytes.body, { status: bytes.status, headers })
+  } catch (error) {
+    void bytes.body.cancel().catch(() => {})
+    throw error
   }
-  if (!headers.has('cache-control')) headers.set('cache-control', 'no-store')
-  const empty = bytes.status === 204 || bytes.status === 205 || bytes.status === 304
-  if (empty) void bytes.body.cancel()
-  return new Response(empty ? null : bytes.body, { status: bytes.status, headers })
 }
 
 /** A HEAD answer: the same status and headers, no bytes (a byte result's stream is cancelled). */

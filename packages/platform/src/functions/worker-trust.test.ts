@@ -6,6 +6,7 @@
 
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
+import { failureResponse } from './failures.ts'
 import { ByteResultError, type InvokeResult } from './pool.ts'
 import { metaFor, removeBundle, testPool, writeBundle, type TestPool } from './test-bundle.ts'
 
@@ -91,6 +92,50 @@ const FIXTURES = {
         log.info('forged')
         await new Promise((resolve) => setTimeout(resolve, 1000))
         return 'survived'
+      },
+    })`,
+  'functions/fake-service-error.ts': `
+    import { defineFunction, number, object, string } from '@service/server'
+    export default defineFunction({
+      input: object({ status: number(), code: string() }),
+      handler({ input }) {
+        throw { __serviceError: true, name: 'ServiceError', code: input.code, message: 'looks typed', status: input.status }
+      },
+    })`,
+  'functions/forged-failure.ts': `
+    import { defineFunction, object } from '@service/server'
+    ${FORGE}
+    export default defineFunction({
+      input: object({}),
+      async handler({ log }) {
+        forgeries.push((call) => ({ type: 'result', id: call.invocationId, ok: false, error: { kind: 'service', code: 'FINE', message: 'all good', status: 200 } }))
+        log.info('forged')
+        await new Promise((resolve) => setTimeout(resolve, 500))
+        return 'survived'
+      },
+    })`,
+  'functions/limits.ts': `
+    import { defineFunction, enum as enumOf, object } from '@service/server'
+    export default defineFunction({
+      input: object({ what: enumOf(['big-result', 'big-call', 'big-log', 'self-json', 'many-calls']) }),
+      async handler({ input, data, log }) {
+        switch (input.what) {
+          case 'big-result': return 'x'.repeat(9 * 1024 * 1024)
+          case 'big-call':
+            try { await data.table('t').getById('x'.repeat(2 * 1024 * 1024)); return 'sent' } catch (error) { return { code: error.code, status: error.status, message: error.message } }
+          case 'big-log':
+            log.info('big', { blob: 'y'.repeat(2 * 1024 * 1024) })
+            return 'logged'
+          case 'self-json': {
+            const value = { a: 1 }
+            Object.defineProperty(value, 'toJSON', { value() { return this }, enumerable: false })
+            return value
+          }
+          case 'many-calls': {
+            const answers = await Promise.all(Array.from({ length: 300 }, (_, i) => data.table('t').getById(String(i).padStart(1024, '0'))))
+            return answers.length
+          }
+        }
       },
     })`,
   'functions/streams.ts': `
@@ -207,6 +252,106 @@ describe('a worker that breaks the protocol', () => {
       }
       assert.equal((await pool.invoke({ entrypoint: 'functions/victim.ts', input: {}, meta: metaFor() })).ok, true)
       assert.deepEqual(endedReasons(pool), [])
+    } finally {
+      await pool.close()
+    }
+  })
+})
+
+describe('typed errors a Function cannot bend', () => {
+  test('a thrown look-alike of ServiceError with a status outside 400-599 or a bad code is an untyped failure', async () => {
+    const pool = freshPool()
+    try {
+      for (const [status, code] of [[200, 'FINE'], [204, 'EMPTY'], [302, 'MOVED'], [1000, 'HUGE'], [404.5, 'HALF'], [404, 'lower_case'], [404, 'A'.repeat(129)]] as const) {
+        const result = await pool.invoke({ entrypoint: 'functions/fake-service-error.ts', input: { status, code }, meta: metaFor() })
+        assert.ok(!result.ok)
+        assert.equal(result.error.kind, 'unknown', `${status} ${code}`)
+        assert.match(result.error.message, /not a valid error response/)
+        assert.equal(failureResponse(result.error, { environment: 'production' }).status, 500)
+      }
+      const valid = await pool.invoke({ entrypoint: 'functions/fake-service-error.ts', input: { status: 418, code: 'TEAPOT' }, meta: metaFor() })
+      assert.deepEqual(valid, { ok: false, error: { kind: 'service', code: 'TEAPOT', message: 'looks typed', status: 418 } })
+    } finally {
+      await pool.close()
+    }
+  })
+
+  test('a service failure with status 200 that the worker is made to send becomes an untyped failure', async () => {
+    const pool = freshPool()
+    try {
+      const result = await pool.invoke({ entrypoint: 'functions/forged-failure.ts', input: {}, meta: metaFor() })
+      assert.ok(!result.ok)
+      assert.equal(result.error.kind, 'unknown')
+      assert.match(result.error.message, /status 200 is not an HTTP error status/)
+    } finally {
+      await pool.close()
+    }
+  })
+
+  test('failureResponse answers a service failure with an invalid status as a generic 500', () => {
+    for (const status of [200, 302, 1000]) {
+      const response = failureResponse({ kind: 'service', code: 'FINE', message: 'ok', status }, { environment: 'production' })
+      assert.deepEqual(response, { status: 500, body: { error: { code: 'FUNCTION_FAILED', message: 'The Function failed' } } })
+    }
+  })
+})
+
+describe('limits an honest worker keeps', () => {
+  test('a JSON result over 8 MiB fails as invalid_return, naming the limit and byte results', async () => {
+    const pool = freshPool()
+    try {
+      const result = await pool.invoke({ entrypoint: 'functions/limits.ts', input: { what: 'big-result' }, meta: metaFor() })
+      assert.ok(!result.ok)
+      assert.equal(result.error.kind, 'invalid_return')
+      assert.match(result.error.message, /over the 8388608 a Function may return; return bytes/)
+      assert.deepEqual(endedReasons(pool), [], 'the worker keeps running')
+    } finally {
+      await pool.close()
+    }
+  })
+
+  test('a context call over 1 MiB is refused in the Function with BODY_TOO_LARGE; a log line that large is cut, not dropped', async () => {
+    const pool = freshPool()
+    try {
+      const refused = await pool.invoke({ entrypoint: 'functions/limits.ts', input: { what: 'big-call' }, meta: metaFor() })
+      assert.ok(refused.ok)
+      assert.equal((refused.value as { code: string }).code, 'BODY_TOO_LARGE')
+      assert.equal((refused.value as { status: number }).status, 413)
+      assert.equal(pool.calls.length, 0, 'the call never reached the platform')
+      assert.deepEqual(await pool.invoke({ entrypoint: 'functions/limits.ts', input: { what: 'big-log' }, meta: metaFor() }), { ok: true, value: 'logged' })
+      while (pool.calls.length === 0) await new Promise((resolve) => setTimeout(resolve, 20))
+      const [message, fields] = pool.calls[0]!.args as [string, { truncated: boolean; size: number }]
+      assert.equal(message, 'big')
+      assert.equal(fields.truncated, true)
+      assert.ok(fields.size > 2 * 1024 * 1024)
+    } finally {
+      await pool.close()
+    }
+  })
+
+  test('a value whose toJSON returns itself is checked as JSON.stringify would send it (once), and answered', async () => {
+    const pool = freshPool()
+    try {
+      assert.deepEqual(await pool.invoke({ entrypoint: 'functions/limits.ts', input: { what: 'self-json' }, meta: metaFor() }), { ok: true, value: { a: 1 } })
+    } finally {
+      await pool.close()
+    }
+  })
+
+  test('the pool stops reading a worker with 256 context calls open, and reads on once they are answered', async () => {
+    let open: () => void = () => {}
+    const gate = new Promise<void>((resolve) => {
+      open = resolve
+    })
+    const pool = testPool(bundleDir, { timeoutMs: 15_000, answer: () => gate.then(() => 'row') })
+    try {
+      const result = pool.invoke({ entrypoint: 'functions/limits.ts', input: { what: 'many-calls' }, meta: metaFor() })
+      while (pool.calls.length < 257) await new Promise((resolve) => setTimeout(resolve, 20))
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      assert.equal(pool.calls.length, 257, 'no call past the 257th is read while they are all open')
+      open()
+      assert.deepEqual(await result, { ok: true, value: 300 })
+      assert.equal(pool.calls.length, 300)
     } finally {
       await pool.close()
     }

@@ -261,6 +261,17 @@ async function runInvocation(message: InvokeMessage): Promise<void> {
     sendFailure('result', message.id, thrownFailure(error))
     return
   }
+  try {
+    await answerValue(invocation, message, value)
+  } catch (error) {
+    // A getter or toJSON of the value threw (or recursed without end): still one answer.
+    invocation.ended = true
+    sendFailure('result', message.id, { kind: 'invalid_return', message: `the returned value could not be checked: ${messageOf(error)}` })
+  }
+}
+
+/** Sends what a Function returned: a byte result's head, or its JSON value, or why it cannot be sent. */
+async function answerValue(invocation: Invocation, message: InvokeMessage, value: unknown): Promise<void> {
   if (isByteResult(value)) {
     if (message.bytes === true) {
       await startByteResult(invocation, value)
@@ -340,7 +351,7 @@ function messageOf(error: unknown): string {
  * which silently drops functions and turns NaN into null: a Function's result reaches
  * its caller exactly as returned, or the invocation fails with `invalid_return`.
  */
-function jsonProblem(value: unknown, path: string, ancestors: object[]): string | null {
+function jsonProblem(value: unknown, path: string, ancestors: object[], viaToJSON = false): string | null {
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -362,7 +373,8 @@ function jsonProblem(value: unknown, path: string, ancestors: object[]): string 
   const object = value as object
   if (ancestors.includes(object)) return `${path} refers back to an enclosing object (a cycle)`
   const toJSON = (object as { toJSON?: unknown }).toJSON
-  if (typeof toJSON === 'function') return jsonProblem(toJSON.call(object), path, ancestors)
+  // JSON.stringify calls toJSON once and takes what it returns as is (even the object itself).
+  if (typeof toJSON === 'function' && !viaToJSON) return jsonProblem(toJSON.call(object), path, ancestors, true)
   ancestors.push(object)
   try {
     if (Array.isArray(object)) {
