@@ -296,6 +296,44 @@ describe(`jobs (${backend})`, () => {
     assert.equal(row.attempts, 1)
   })
 
+  test('suspended and archived apps keep their due jobs waiting too', async () => {
+    for (const status of ['suspended', 'archived']) {
+      const id = await enqueued('work', { mode: 'ok' }, `inactive-${status}`)
+      await h.t.db.query(`update platform.apps set status = $2 where id = $1`, [app.id, status])
+      try {
+        assert.equal(await h.platform.jobs.runDue(), 0)
+        const row = await job(id)
+        assert.deepEqual([row.state, row.attempts], ['queued', 0])
+        assert.ok(row.run_at.getTime() > h.clock.now().getTime(), 'rescheduled')
+      } finally {
+        await h.t.db.query(`update platform.apps set status = 'active' where id = $1`, [app.id])
+      }
+      seconds(30)
+      await h.platform.jobs.runDue()
+      assert.equal((await job(id)).state, 'succeeded')
+    }
+  })
+
+  test('a running job whose queue was removed finishes its attempt; a retry is then dead-lettered QUEUE_NOT_ACTIVE without counting', async () => {
+    const id = await enqueued('backoff', { mode: 'ok' }, 'removed-while-running')
+    await h.t.db.transaction(async (tx) => {
+      const queues = await lockDueQueues(tx, h.clock.now())
+      return await claimJobs(tx, { queues, now: h.clock.now(), limit: 10, owner: 'dead-process', leaseGraceSeconds: 60 })
+    })
+    await deploy(queuesYaml({ without: 'backoff' }))
+    assert.equal((await job(id)).state, 'running', 'a running attempt is not cut short by the deploy')
+    seconds(80)
+    await h.platform.jobs.runDue()
+    assert.equal((await job(id)).state, 'retry_wait')
+    seconds(10)
+    await h.platform.jobs.runDue()
+    const row = await job(id)
+    assert.equal(row.state, 'dead_lettered')
+    assert.equal(row.last_error?.code, 'QUEUE_NOT_ACTIVE')
+    assert.equal(row.attempts, 1, 'the dispatch that found no declaration ran nothing and counted nothing')
+    await deploy(queuesYaml())
+  })
+
   test('a job whose process died mid-attempt is picked up once its lease expires, the lost attempt counted once', async () => {
     const id = await enqueued('work', { mode: 'ok' }, 'orphaned')
     // Another process claims the job and dies without a result.
