@@ -103,18 +103,30 @@
     }, { highWaterMark: 0 }))
   }
 
-  /** Browsers without async iteration of streams (Safari) get it here. */
+  /**
+   * Browsers without async iteration of streams (Safari) get it here. As the native one
+   * does, leaving the loop early (break, return, a throw) cancels the stream, which ends the
+   * Function's invocation instead of leaving it to run until its timeout.
+   */
   function iterable(stream) {
     if (typeof Symbol.asyncIterator === 'symbol' && !(Symbol.asyncIterator in stream)) {
       stream[Symbol.asyncIterator] = async function* () {
         const reader = stream.getReader()
+        let ended = false
         try {
           for (;;) {
             const step = await reader.read()
-            if (step.done) return
+            if (step.done) {
+              ended = true
+              return
+            }
             yield step.value
           }
+        } catch (error) {
+          ended = true // the stream errored: nothing to cancel
+          throw error
         } finally {
+          if (!ended) await reader.cancel().catch(function () {})
           reader.releaseLock()
         }
       }

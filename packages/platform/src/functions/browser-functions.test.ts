@@ -40,6 +40,12 @@ const FUNCTIONS = `functions:
   - name: failsLate
     entrypoint: functions/fails-late.ts
     access: public
+  - name: endless
+    entrypoint: functions/endless.ts
+    access: public
+  - name: cancelled
+    entrypoint: functions/cancelled.ts
+    access: public
   - name: addNote
     entrypoint: functions/add-note.ts
     access: user
@@ -90,6 +96,20 @@ const FILES = {
         })
       },
     })`,
+  'functions/endless.ts': `
+    import { defineFunction, object } from '@service/server'
+    export default defineFunction({
+      input: object({}),
+      handler() {
+        return new ReadableStream({
+          pull(controller) { controller.enqueue(new Uint8Array(1024)) },
+          cancel() { globalThis.cancelledStreams = (globalThis.cancelledStreams ?? 0) + 1 },
+        }, { highWaterMark: 0 })
+      },
+    })`,
+  'functions/cancelled.ts': `
+    import { defineFunction, object } from '@service/server'
+    export default defineFunction({ input: object({}), handler: () => globalThis.cancelledStreams ?? 0 })`,
   'functions/add-note.ts': `
     import { defineFunction, object, string } from '@service/server'
     export default defineFunction({
@@ -154,6 +174,24 @@ describe(`Functions in a real browser (Chromium, ${backend})`, () => {
     assert.deepEqual(outcome.failsEarly, { name: 'ServiceError', code: 'NOTHING_YET' })
     assert.deepEqual(outcome.invalidInput, { name: 'ServiceError', code: 'INPUT_INVALID' })
     assert.deepEqual(outcome.late, { first: 'first', broke: { name: 'ServiceError', code: 'STREAM_INTERRUPTED' } })
+  })
+
+  test('where the browser lacks async iteration of streams, leaving a for await loop early cancels the Function\'s stream', TEST, async () => {
+    const context = await b.newContext()
+    const page = await signInAt(b, context, `${b.appUrl('shop')}/`, OWNER)
+    const cancelled = await page.evaluate(`(async () => {
+      delete ReadableStream.prototype[Symbol.asyncIterator] // as in Safari: the SDK's own iterator is used
+      const stream = await service.functions.stream('endless', {})
+      if (!Object.prototype.hasOwnProperty.call(stream, Symbol.asyncIterator)) return 'the SDK did not add its iterator'
+      for await (const chunk of stream) break
+      for (let attempt = 0; attempt < 100; attempt += 1) {
+        const count = await service.functions.call('cancelled', {})
+        if (count > 0) return count
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      return 0
+    })()`)
+    assert.equal(cancelled, 1, 'the Function saw its stream cancelled')
   })
 
   test('the app\'s page POSTs to a Function route with its cookie; another app\'s page cannot, though the browser sends the cookie', TEST, async () => {
