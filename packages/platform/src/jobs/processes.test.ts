@@ -23,7 +23,8 @@ const REPO = fileURLToPath(new URL('../../../../', import.meta.url))
 const PROCESS_SCRIPT = fileURLToPath(new URL('./test-process.ts', import.meta.url))
 
 const QUEUES: QueueDeclaration[] = [
-  { name: 'crash', function: 'consume', concurrency: 4, maxAttempts: 3, retryDelaySeconds: 0, retryBackoff: false, timeoutSeconds: 5 },
+  // Leases are the timeout plus 1 s (test-process.ts): long enough for a cold start on a busy machine.
+  { name: 'crash', function: 'consume', concurrency: 4, maxAttempts: 3, retryDelaySeconds: 0, retryBackoff: false, timeoutSeconds: 8 },
   { name: 'pair', function: 'consume', concurrency: 2, maxAttempts: 3, retryDelaySeconds: 0, retryBackoff: false, timeoutSeconds: 10 },
 ]
 
