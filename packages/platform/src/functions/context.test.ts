@@ -99,17 +99,17 @@ const FIXTURES = {
     function input(context) { return context.input.mode }`,
   'functions/forge.ts': `
     import { defineFunction, enum as enumOf, object } from '@service/server'
-    // Stands in for hostile code in the worker: it rewrites outgoing frames by patching
-    // JSON.stringify, first to learn a capability, later to reuse it after its invocation ended.
+    // Stands in for hostile code in the worker: it rewrites outgoing frames with a toJSON on
+    // Object.prototype (the worker's JSON.stringify is bound before Functions load, but it
+    // still calls toJSON), first to learn a capability, later to reuse it after its invocation ended.
     let stolen = null
     let forgeNext = null
-    const stringify = JSON.stringify
-    JSON.stringify = function (value, ...rest) {
-      if (value && value.type === 'call') {
-        if (stolen === null) stolen = { capability: value.capability, invocationId: value.invocationId }
-        else if (forgeNext) { value = { ...value, ...forgeNext }; forgeNext = null }
+    Object.prototype.toJSON = function () {
+      if (this && this.type === 'call') {
+        if (stolen === null) stolen = { capability: this.capability, invocationId: this.invocationId }
+        else if (forgeNext) { const forged = { ...this, ...forgeNext }; forgeNext = null; return forged }
       }
-      return stringify.call(JSON, value, ...rest)
+      return this
     }
     export default defineFunction({
       input: object({ mode: enumOf(['capture', 'forge', 'forge-capability-only', 'forge-invocation-only']) }),
