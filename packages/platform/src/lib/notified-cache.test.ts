@@ -113,6 +113,21 @@ describe(`in-process caches dropped by change notices (${backend})`, () => {
     assert.equal(calls.count, 2)
   })
 
+  test('a cache empties itself when its lost LISTEN connection is re-established (notices may have been missed)', { skip: backend !== 'postgres' && 'PostgreSQL only: PGlite has no connection to lose' }, async () => {
+    const c = cache()
+    await c.listening()
+    const { calls, load } = loader('before')
+    await c.get('k', load)
+    calls.value = 'changed while nobody listened'
+    const killed = await t.db.query<{ pid: number }>(
+      `select pid from pg_stat_activity
+        where datname = current_database() and pid <> pg_backend_pid() and query ilike 'listen %'`)
+    assert.ok(killed.length > 0, 'found the LISTEN connection')
+    await t.db.query('select pg_terminate_backend(pid) from pg_stat_activity where pid = any($1::int[])', [killed.map((k) => k.pid)])
+    await eventually(async () => (await c.get('k', load)) === 'changed while nobody listened', 'the re-established LISTEN emptied the cache')
+    await c.close()
+  })
+
   test('another process (a second connection pool) drops its entries when this one announces a change', { skip: backend !== 'postgres' && 'PostgreSQL only: PGlite is one process' }, async () => {
     const other = openPostgres({ url: t.url!, maxConnections: 2 })
     try {
