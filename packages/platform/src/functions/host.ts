@@ -273,6 +273,7 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
   function poolFor(meta: HostMeta, timeoutMs: number): { entry: PoolEntry; done: () => void } {
     const key = `${meta.releaseId}:${meta.namespace?.id ?? 'none'}`
     let entry = pools.get(key)
+    let late = false
     if (entry === undefined) {
       const pool = materialiseRelease(deps.db, { bundlesDir: deps.bundlesDir, releaseId: meta.releaseId }).then((bundleDir) =>
         createFunctionPool<HostMeta>({
@@ -291,10 +292,9 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
         if (pools.get(key) === created) pools.delete(key)
       })
       entry = created
-      if (superseded(meta.appId, meta.devName, meta.releaseId)) {
-        // A late call for a release already replaced: this pool serves it and closes after.
-        created.draining = true
-      } else {
+      // A late call for a release already replaced gets a pool that serves it and closes after.
+      late = superseded(meta.appId, meta.devName, meta.releaseId)
+      if (!late) {
         pools.set(key, created)
         if (pools.size > maxPools) {
           let oldest: PoolEntry | undefined
@@ -304,10 +304,10 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
       }
     }
     const used = entry
-    if (used.draining) draining.add(used)
     used.running += 1
     used.deadline = Math.max(used.deadline, performance.now() + timeoutMs)
     used.lastUsed = deps.clock.now().getTime()
+    if (late) drain(used)
     let finished = false
     return {
       entry: used,
