@@ -57,6 +57,17 @@ describe(`jobs in development namespaces (${backend})`, () => {
     const productionRuns = await h.t.db.query<{ job_id: string }>('select job_id from app_devjobs.runs')
     assert.deepEqual(devRuns.map((r) => r.job_id), [dev.value.id])
     assert.deepEqual(productionRuns.map((r) => r.job_id), [production.body.id])
+    // The owner API reads one namespace at a time.
+    const listed = async (path: string) => ((await (await h.request(path, { token })).json()) as { jobs: { id: string }[] }).jobs.map((j) => j.id)
+    assert.deepEqual(await listed(`/v1/apps/${SLUG}/jobs`), [production.body.id])
+    assert.deepEqual(await listed(`/v1/apps/${SLUG}/dev/alice/jobs`), [dev.value.id])
+    assert.equal((await h.request(`/v1/apps/${SLUG}/dev/alice/jobs/${dev.value.id}`, { token })).status, 200)
+    assert.equal((await h.request(`/v1/apps/${SLUG}/jobs/${dev.value.id}`, { token })).status, 404)
+    const signals = (await (await h.request(`/v1/apps/${SLUG}/dev/alice/signals`, { token })).json()) as { signals: Record<string, number> }
+    assert.equal(signals.signals['jobs.created'], 1)
+    const missing = await h.request(`/v1/apps/${SLUG}/dev/bob/jobs`, { token })
+    assert.equal(missing.status, 404)
+    assert.equal(((await missing.json()) as { error: { code: string } }).error.code, 'DEV_NAMESPACE_NOT_FOUND')
     // ctx.jobs.get sees only its own namespace's jobs.
     const lookup = await h.request('/_service/functions/lookup', { host: SLUG, headers: { 'x-service-sdk': '1' }, json: { id: dev.value.id } })
     assert.deepEqual(await lookup.json(), { job: null })

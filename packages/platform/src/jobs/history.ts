@@ -84,19 +84,25 @@ export interface JobHistory {
   readonly totals: QueueTotals[]
 }
 
+/** The app namespace a request reads: production, or one development namespace. */
+export interface JobScope {
+  readonly appId: string
+  readonly namespaceId: string
+}
+
 /** One page of history and the per-queue totals for the same range. */
-export async function jobHistory(db: Queryable, clock: Clock, appId: string, query: HistoryQuery): Promise<JobHistory> {
+export async function jobHistory(db: Queryable, clock: Clock, scope: JobScope, query: HistoryQuery): Promise<JobHistory> {
   const { from, to } = readRange(query, clock)
   const limit = query.limit === undefined ? PAGE_SIZES.default : Number(query.limit)
   if (!Number.isInteger(limit) || limit < 1 || limit > PAGE_SIZES.max) throw invalid('limit', `limit must be an integer from 1 to ${PAGE_SIZES.max}`)
   if (query.state !== undefined && !STATES.has(query.state)) throw invalid('state', `state must be one of ${[...STATES].join(', ')}`)
   const before = query.nextCursor ? decodeCursor(query.nextCursor) : null
   const rows = await listJobs(db, {
-    appId, from, to, queue: query.queue || null, state: (query.state as JobState | undefined) ?? null, before, limit: limit + 1,
+    ...scope, from, to, queue: query.queue || null, state: (query.state as JobState | undefined) ?? null, before, limit: limit + 1,
   })
   const jobs = rows.slice(0, limit).map(jobView)
   const last = jobs[jobs.length - 1]
-  const totals = (await queueTotals(db, { appId, from, to })).map((row) => ({ ...row, depth: row.waiting + row.running }))
+  const totals = (await queueTotals(db, { ...scope, from, to })).map((row) => ({ ...row, depth: row.waiting + row.running }))
   return {
     from: from.toISOString(),
     to: to.toISOString(),
@@ -129,13 +135,13 @@ export interface Signals {
 }
 
 /** The Agent Feed's job signals, failure events and built-in failure alert for one app. */
-export async function jobSignals(db: Queryable, clock: Clock, appId: string, query: Pick<HistoryQuery, 'from' | 'to'>): Promise<Signals> {
+export async function jobSignals(db: Queryable, clock: Clock, scope: JobScope, query: Pick<HistoryQuery, 'from' | 'to'>): Promise<Signals> {
   const { from, to } = readRange(query, clock)
-  const totals = await queueTotals(db, { appId, from, to })
+  const totals = await queueTotals(db, { ...scope, from, to })
   const sum = (pick: (row: (typeof totals)[number]) => number) => totals.reduce((n, row) => n + pick(row), 0)
-  const failures = await recentFailures(db, { appId, from, to, limit: 50 })
+  const failures = await recentFailures(db, { ...scope, from, to, limit: 50 })
   const now = clock.now()
-  const windowFailures = await recentFailures(db, { appId, from: new Date(now.getTime() - FAILURE_ALERT_WINDOW_MS), to: now, limit: 1000 })
+  const windowFailures = await recentFailures(db, { ...scope, from: new Date(now.getTime() - FAILURE_ALERT_WINDOW_MS), to: now, limit: 1000 })
   const firing = windowFailures.length > 0
   return {
     from: from.toISOString(),
@@ -145,7 +151,7 @@ export async function jobSignals(db: Queryable, clock: Clock, appId: string, que
       'jobs.retried': sum((row) => row.retried),
       'jobs.succeeded': sum((row) => row.succeeded),
       'jobs.failed': sum((row) => row.failed),
-      'jobs.active': await countActiveJobs(db, appId),
+      'jobs.active': await countActiveJobs(db, scope),
     },
     events: failures.map((row) => ({ type: 'job.failed' as const, at: row.finished_at!.toISOString(), job: jobView(row) })),
     alerts: [{

@@ -78,6 +78,13 @@ describe(`jobs owner API (${backend})`, () => {
     assert.equal(filtered.body.totals.length, 2, 'totals ignore the row filters')
   })
 
+  test('an app never deployed has an empty history', async () => {
+    assert.equal((await h.request('/v1/apps', { token, json: { slug: 'empty-app', visibility: 'public' } })).status, 201)
+    const { status, body } = await get('/v1/apps/empty-app/jobs')
+    assert.equal(status, 200)
+    assert.deepEqual([body.jobs, body.totals, body.nextCursor], [[], [], null])
+  })
+
   test('bad query parameters are refused with VALIDATION_FAILED', async () => {
     for (const query of ['limit=0', 'limit=101', 'state=done', 'from=yesterday', 'nextCursor=abc', `from=${created[3]}&to=${created[1]}`]) {
       const { status, body } = await get(`/v1/apps/${SLUG}/jobs?${query}`)

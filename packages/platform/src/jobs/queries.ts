@@ -373,19 +373,19 @@ export async function purgeEnded(db: Queryable, options: { before: Date; limit: 
   return rows.length
 }
 
-/** A page of an app's jobs created in [from, to], newest first, after `before` (the cursor). */
+/** A page of an app namespace's jobs created in [from, to], newest first, after `before` (the cursor). */
 export async function listJobs(
   db: Queryable,
-  options: { appId: string; from: Date; to: Date; queue: string | null; state: JobState | null; before: { createdAt: Date; id: string } | null; limit: number },
+  options: { appId: string; namespaceId: string; from: Date; to: Date; queue: string | null; state: JobState | null; before: { createdAt: Date; id: string } | null; limit: number },
 ): Promise<JobRow[]> {
   return await db.query<JobRow>(
     `select ${JOB_COLUMNS} from platform.jobs
-      where app_id = $1 and created_at between $2 and $3
+      where app_id = $1 and namespace_id = $9 and created_at between $2 and $3
         and ($4::text is null or queue = $4::text) and ($5::text is null or state = $5::text)
         and ($6::timestamptz is null or (created_at, id) < ($6::timestamptz, $7::uuid))
       order by created_at desc, id desc
       limit $8`,
-    [options.appId, options.from, options.to, options.queue, options.state, options.before?.createdAt ?? null, options.before?.id ?? null, options.limit],
+    [options.appId, options.from, options.to, options.queue, options.state, options.before?.createdAt ?? null, options.before?.id ?? null, options.limit, options.namespaceId],
   )
 }
 
@@ -400,7 +400,7 @@ export interface QueueTotalsRow extends Record<string, unknown> {
 }
 
 /** Per queue, over the app's jobs created in [from, to]: created, retries, outcomes, and what is still pending. */
-export async function queueTotals(db: Queryable, options: { appId: string; from: Date; to: Date }): Promise<QueueTotalsRow[]> {
+export async function queueTotals(db: Queryable, options: { appId: string; namespaceId: string; from: Date; to: Date }): Promise<QueueTotalsRow[]> {
   return await db.query<QueueTotalsRow>(
     `select queue, count(*)::int as created,
             coalesce(sum(greatest(attempts - 1, 0)), 0)::int as retried,
@@ -408,25 +408,26 @@ export async function queueTotals(db: Queryable, options: { appId: string; from:
             (count(*) filter (where state = 'dead_lettered'))::int as failed,
             (count(*) filter (where state in ('queued', 'retry_wait')))::int as waiting,
             (count(*) filter (where state = 'running'))::int as running
-       from platform.jobs where app_id = $1 and created_at between $2 and $3
+       from platform.jobs where app_id = $1 and namespace_id = $4 and created_at between $2 and $3
       group by queue order by queue`,
-    [options.appId, options.from, options.to],
+    [options.appId, options.from, options.to, options.namespaceId],
   )
 }
 
-/** The app's jobs that are not terminal now. */
-export async function countActiveJobs(db: Queryable, appId: string): Promise<number> {
+/** The namespace's jobs that are not terminal now. */
+export async function countActiveJobs(db: Queryable, scope: { appId: string; namespaceId: string }): Promise<number> {
   const rows = await db.query<{ n: number }>(
-    `select count(*)::int as n from platform.jobs where app_id = $1 and state in ('queued', 'running', 'retry_wait')`, [appId])
+    `select count(*)::int as n from platform.jobs
+      where app_id = $1 and namespace_id = $2 and state in ('queued', 'running', 'retry_wait')`, [scope.appId, scope.namespaceId])
   return rows[0]?.n ?? 0
 }
 
 /** The app's latest dead-lettered jobs that ended in [from, to], newest first. */
-export async function recentFailures(db: Queryable, options: { appId: string; from: Date; to: Date; limit: number }): Promise<JobRow[]> {
+export async function recentFailures(db: Queryable, options: { appId: string; namespaceId: string; from: Date; to: Date; limit: number }): Promise<JobRow[]> {
   return await db.query<JobRow>(
     `select ${JOB_COLUMNS} from platform.jobs
-      where app_id = $1 and state = 'dead_lettered' and finished_at between $2 and $3
+      where app_id = $1 and namespace_id = $5 and state = 'dead_lettered' and finished_at between $2 and $3
       order by finished_at desc, id desc limit $4`,
-    [options.appId, options.from, options.to, options.limit],
+    [options.appId, options.from, options.to, options.limit, options.namespaceId],
   )
 }
