@@ -208,7 +208,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   async function claim(limit: number): Promise<ClaimedJob[]> {
     const now = clock.now()
     return await db.transaction(async (tx) => {
-      const queues = await lockDueQueues(tx, now)
+      const queues = await lockDueQueues(tx, now, limit)
       if (queues.length === 0) return []
       return await claimJobs(tx, { queues, now, limit, owner, leaseGraceSeconds })
     })

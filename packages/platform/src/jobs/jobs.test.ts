@@ -317,7 +317,7 @@ describe(`jobs (${backend})`, () => {
   test('a running job whose queue was removed finishes its attempt; a retry is then dead-lettered QUEUE_NOT_ACTIVE without counting', async () => {
     const id = await enqueued('backoff', { mode: 'ok' }, 'removed-while-running')
     await h.t.db.transaction(async (tx) => {
-      const queues = await lockDueQueues(tx, h.clock.now())
+      const queues = await lockDueQueues(tx, h.clock.now(), 10)
       return await claimJobs(tx, { queues, now: h.clock.now(), limit: 10, owner: 'dead-process', leaseGraceSeconds: 60 })
     })
     await deploy(queuesYaml({ without: 'backoff' }))
@@ -338,7 +338,7 @@ describe(`jobs (${backend})`, () => {
     const id = await enqueued('work', { mode: 'ok' }, 'orphaned')
     // Another process claims the job and dies without a result.
     const claimed = await h.t.db.transaction(async (tx) => {
-      const queues = await lockDueQueues(tx, h.clock.now())
+      const queues = await lockDueQueues(tx, h.clock.now(), 10)
       return await claimJobs(tx, { queues, now: h.clock.now(), limit: 10, owner: 'dead-process', leaseGraceSeconds: 60 })
     })
     assert.deepEqual(claimed.map((c) => c.id), [id])

@@ -145,8 +145,12 @@ export async function findJob(db: Queryable, key: { appId: string; namespaceId?:
   return rows[0]
 }
 
-/** Locks the queues (of active apps) that have due work and are not being claimed elsewhere. */
-export async function lockDueQueues(db: Queryable, now: Date): Promise<{ namespace_id: string; queue: string }[]> {
+/**
+ * Locks up to `limit` queues (of active apps) that have due work, room to run it and no
+ * other claimer, in random order, so processes claiming at the same moment spread over the
+ * queues instead of one taking them all.
+ */
+export async function lockDueQueues(db: Queryable, now: Date, limit: number): Promise<{ namespace_id: string; queue: string }[]> {
   return await db.query(
     `select q.namespace_id, q.queue
        from platform.job_queues q
@@ -155,8 +159,16 @@ export async function lockDueQueues(db: Queryable, now: Date): Promise<{ namespa
                        and j.state in ('queued', 'retry_wait') and j.run_at <= $1)
         and exists (select 1 from platform.namespaces n join platform.apps a on a.id = n.app_id
                      where n.id = q.namespace_id and a.status = 'active')
+        -- Skip queues already running their next job's concurrency (a hint from this
+        -- statement's snapshot; claimJobs checks exactly).
+        and (select count(*) from platform.jobs r where r.namespace_id = q.namespace_id and r.queue = q.queue and r.state = 'running')
+          < (select j.concurrency from platform.jobs j
+              where j.namespace_id = q.namespace_id and j.queue = q.queue and j.state in ('queued', 'retry_wait') and j.run_at <= $1
+              order by j.run_at, j.created_at, j.id limit 1)
+      order by random()
+      limit $2
       for update of q skip locked`,
-    [now],
+    [now, limit],
   )
 }
 
