@@ -3,7 +3,8 @@
  * a deploy never kills an invocation in flight (the old release's pool drains), a request
  * that read the app before a deploy runs the newer release and never flips the host back
  * to the old one, a late call for a superseded release gets a pool that closes after it,
- * idle pools are closed, and past `maxPools` the least recently used pool goes first.
+ * idle pools are closed, and past `maxPools` the least recently used pool goes first. A
+ * job attempt running during a deploy is not lost either.
  *
  * A slow Function waits, without timers in the test, for a "gate" secret the test sets
  * once it has done what it must do while the call is in flight.
@@ -28,9 +29,21 @@ const YAML = `functions:
   - name: fast
     entrypoint: functions/fast.ts
     access: public
+  - name: enqueue
+    entrypoint: functions/enqueue.ts
+    access: public
+  - name: gatedJob
+    entrypoint: functions/slow.ts
+    access: system
+queues:
+  - name: gated
+    function: gatedJob
+    maxAttempts: 1
+    timeoutSeconds: 60
 secrets:
   GO_A: required
   GO_B: required
+  GO_J: required
 `
 
 function versionBundle(slug: string, version: number) {
@@ -50,6 +63,11 @@ function versionBundle(slug: string, version: number) {
     'functions/fast.ts': `
       import { defineFunction, object } from '@service/server'
       export default defineFunction({ input: object({}), async handler() { return ${version} } })`,
+    'functions/enqueue.ts': `
+      import { defineFunction, object, string } from '@service/server'
+      export default defineFunction({ input: object({ gate: string() }), async handler({ input, jobs }) {
+        return await jobs.enqueue('gated', { gate: input.gate }, { idempotencyKey: input.gate })
+      } })`,
   })
 }
 
@@ -115,13 +133,28 @@ describe(`Functions host: pools across deploys (${backend})`, () => {
     assert.deepEqual(await running, { ok: true, value: 4 })
   })
 
+  test('a job attempt in flight during a deploy succeeds (a maxAttempts: 1 job is not dead-lettered)', async () => {
+    await deploy(7)
+    const enqueued = await call('enqueue', { gate: 'GO_J' })
+    assert.equal(enqueued.status, 200, await enqueued.clone().text())
+    const { id } = (await enqueued.json()) as { id: string }
+    const attempt = h.platform.jobs.runDue()
+    await startedLine('GO_J')
+    await deploy(8)
+    assert.equal(await (await call('fast')).json(), 8)
+    await openGate('GO_J')
+    await attempt
+    const [job] = await h.t.db.query<{ state: string; attempts: number }>('select state, attempts from platform.jobs where id = $1', [id])
+    assert.deepEqual({ ...job }, { state: 'succeeded', attempts: 1 })
+  })
+
   test('a call resolved before a deploy and run after it gets a pool that closes once it ends', async () => {
     const host = h.platform.functions
-    const before = (await host.resolve(await deploy(5), 'fast'))!
-    const fresh = await deploy(6)
-    assert.deepEqual(await host.run((await host.resolve(fresh, 'fast'))!, { input: {}, user: null }), { ok: true, value: 6 })
-    assert.deepEqual(await host.run(before, { input: {}, user: null }), { ok: true, value: 5 })
-    assert.deepEqual(host.stats(), { live: 1, draining: 0 }, 'only release 6 keeps a pool')
+    const before = (await host.resolve(await deploy(9), 'fast'))!
+    const fresh = await deploy(10)
+    assert.deepEqual(await host.run((await host.resolve(fresh, 'fast'))!, { input: {}, user: null }), { ok: true, value: 10 })
+    assert.deepEqual(await host.run(before, { input: {}, user: null }), { ok: true, value: 9 })
+    assert.deepEqual(host.stats(), { live: 1, draining: 0 }, 'only release 10 keeps a pool')
   })
 
   test('a pool unused for five minutes is closed; the next call starts another', async () => {
@@ -131,7 +164,7 @@ describe(`Functions host: pools across deploys (${backend})`, () => {
     h.clock.advance(5 * 60 * 1000)
     host.reapIdle()
     assert.deepEqual(host.stats(), { live: 0, draining: 0 })
-    assert.equal(await (await call('fast')).json(), 6)
+    assert.equal(await (await call('fast')).json(), 10)
     assert.deepEqual(host.stats(), { live: 1, draining: 0 })
   })
 
@@ -144,11 +177,11 @@ describe(`Functions host: pools across deploys (${backend})`, () => {
     try {
       const versions = (await findAppBySlug(h.t.db, 'versions'))!
       const other = await deploy(1, 'other')
-      assert.deepEqual(await host.run((await host.resolve(versions, 'fast'))!, { input: {}, user: null }), { ok: true, value: 6 })
+      assert.deepEqual(await host.run((await host.resolve(versions, 'fast'))!, { input: {}, user: null }), { ok: true, value: 10 })
       h.clock.advance(1000)
       assert.deepEqual(await host.run((await host.resolve(other, 'fast'))!, { input: {}, user: null }), { ok: true, value: 1 })
       assert.deepEqual(host.stats(), { live: 1, draining: 0 })
-      assert.deepEqual(await host.run((await host.resolve(versions, 'fast'))!, { input: {}, user: null }), { ok: true, value: 6 })
+      assert.deepEqual(await host.run((await host.resolve(versions, 'fast'))!, { input: {}, user: null }), { ok: true, value: 10 })
       assert.deepEqual(host.stats(), { live: 1, draining: 0 })
     } finally {
       await host.close()
