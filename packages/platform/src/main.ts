@@ -14,7 +14,7 @@ import { deployExamples } from './deploy/examples.ts'
 import { ensureOperatorKey } from './identity/operator-key.ts'
 import { loadMasterKey } from './lib/master-key.ts'
 import { enforceConfirmationDeadlines } from './identity/confirmation.ts'
-import { purgeFunctionLogs } from './functions/context-log.ts'
+import { purgeFunctionLogs } from './functions/index.ts'
 
 const config = loadConfig()
 const logger = createLogger({ level: config.logLevel })

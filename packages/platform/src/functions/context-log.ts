@@ -44,16 +44,15 @@ export interface LogSource {
  * Stores `ctx.log` calls of one invocation, in order, with one INSERT.
  *
  * @example
- * await writeFunctionLogs(db, clock, { source, lines: [{ level: 'info', args: ['created', { id }] }], redactor })
+ * await writeFunctionLogs(db, { clock, source, lines: [{ level: 'info', args: ['created', { id }] }], redactor })
  */
 export async function writeFunctionLogs(
   db: Queryable,
-  clock: Clock,
-  options: { source: LogSource; lines: readonly { level: string; args: readonly unknown[] }[]; redactor?: Redactor },
+  options: { clock: Clock; source: LogSource; lines: readonly { level: string; args: readonly unknown[] }[]; redactor?: Redactor },
 ): Promise<null> {
   if (options.lines.length === 0) return null
   const { source } = options
-  const params: unknown[] = [source.appId, source.devName ?? '', source.releaseId, source.functionName, source.requestId, clock.now()]
+  const params: unknown[] = [source.appId, source.devName ?? '', source.releaseId, source.functionName, source.requestId, options.clock.now()]
   const rows: string[] = []
   for (const line of options.lines) {
     if (!isLogLevel(line.level)) throw new ServiceError('BAD_REQUEST', `ctx.log has no method ${line.level}`)

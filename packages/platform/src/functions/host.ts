@@ -225,7 +225,8 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
    * release of the namespace has been seen (the caller read the app before a deploy). A
    * newer release than any seen drains the namespace's other pools.
    */
-  async function current(appId: string, devName: string, releaseId: string): Promise<{ releaseId: string; info: ReleaseInfo }> {
+  async function current(target: { appId: string; devName: string; releaseId: string }): Promise<{ releaseId: string; info: ReleaseInfo }> {
+    const { appId, devName, releaseId } = target
     const info = await releaseInfo(releaseId)
     const key = `${appId}:${devName}`
     const known = newest.get(key)
@@ -241,9 +242,9 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
   }
 
   /** True when a newer release of the namespace than `releaseId` has been seen. */
-  function superseded(appId: string, devName: string, releaseId: string): boolean {
-    const known = newest.get(`${appId}:${devName}`)
-    return known !== undefined && known.releaseId !== releaseId
+  function superseded(release: { appId: string; devName: string; releaseId: string }): boolean {
+    const known = newest.get(`${release.appId}:${release.devName}`)
+    return known !== undefined && known.releaseId !== release.releaseId
   }
 
   /** Stops routing work to a pool; it closes once idle, or when its last invocation's timeout has passed. */
@@ -293,7 +294,7 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
       })
       entry = created
       // A late call for a release already replaced gets a pool that serves it and closes after.
-      late = superseded(meta.appId, meta.devName, meta.releaseId)
+      late = superseded(meta)
       if (!late) {
         pools.set(key, created)
         if (pools.size > maxPools) {
@@ -378,7 +379,7 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
       while (state.pending.length > 0) {
         const batch = state.pending.splice(0, LOG_BATCH_LINES)
         const redactor = await secrets.redactorFor({ appId: meta.appId, devName: meta.devName })
-        await writeFunctionLogs(deps.db, deps.clock, { source, lines: batch, redactor })
+        await writeFunctionLogs(deps.db, { clock: deps.clock, source, lines: batch, redactor })
       }
       return null
     })()
@@ -409,8 +410,9 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
     if (wait) await state.flushing?.catch(() => {})
   }
 
-  async function resolveIn(app: App, devName: string, releaseId: string, name: string): Promise<ResolvedFunction | null> {
-    const chosen = await current(app.id, devName, releaseId)
+  async function resolveIn(app: App, target: { devName: string; releaseId: string; name: string }): Promise<ResolvedFunction | null> {
+    const { devName, name } = target
+    const chosen = await current({ appId: app.id, devName, releaseId: target.releaseId })
     const declaration = chosen.info.functions.get(name)
     if (declaration === undefined) return null
     return devName === '' ? { app, releaseId: chosen.releaseId, declaration } : { app, releaseId: chosen.releaseId, declaration, devName }
@@ -419,18 +421,18 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
   return {
     async resolve(app, name) {
       if (app.activeReleaseId === null) return null
-      return await resolveIn(app, '', app.activeReleaseId, name)
+      return await resolveIn(app, { devName: '', releaseId: app.activeReleaseId, name })
     },
 
     async resolveDev(app, devName, name) {
       const releaseId = await activeReleaseOf(deps.db, app.id, devName)
       if (releaseId === null) return null
-      return await resolveIn(app, devName, releaseId, name)
+      return await resolveIn(app, { devName, releaseId, name })
     },
 
     async route(app, request) {
       if (app.activeReleaseId === null) return { matched: false, methods: [] }
-      const chosen = await current(app.id, '', app.activeReleaseId)
+      const chosen = await current({ appId: app.id, devName: '', releaseId: app.activeReleaseId })
       const byName = chosen.info.functions
       let table = routeTables.get(byName)
       if (table === undefined) routeTables.set(byName, (table = compileRoutes(byName.values())))

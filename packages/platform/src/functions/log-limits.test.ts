@@ -154,9 +154,9 @@ describe(`ctx.log limits and secret redaction costs (${backend})`, () => {
 
   test('lines older than 14 days are purged; newer ones stay', async () => {
     const source = { appId: app.id, devName: '', releaseId: app.activeReleaseId!, functionName: 'echo', requestId: 'req-retention' }
-    await writeFunctionLogs(h.t.db, h.clock, { source, lines: [{ level: 'info', args: ['old line'] }] })
+    await writeFunctionLogs(h.t.db, { clock: h.clock, source, lines: [{ level: 'info', args: ['old line'] }] })
     h.clock.advance(LOG_RETENTION_DAYS * 24 * 60 * 60 * 1000 + 1000)
-    await writeFunctionLogs(h.t.db, h.clock, { source, lines: [{ level: 'info', args: ['new line'] }] })
+    await writeFunctionLogs(h.t.db, { clock: h.clock, source, lines: [{ level: 'info', args: ['new line'] }] })
     const kept = await linesOf()
     assert.ok(await purgeFunctionLogs(h.t.db, h.clock) >= 1)
     const left = (await linesOf()).map((line) => line.message)
