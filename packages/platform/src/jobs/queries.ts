@@ -151,20 +151,22 @@ export async function findJob(db: Queryable, key: { appId: string; namespaceId?:
  * queues instead of one taking them all.
  */
 export async function lockDueQueues(db: Queryable, now: Date, limit: number): Promise<{ namespace_id: string; queue: string }[]> {
+  // The lateral probe (one index step per queue, never flattened into a join over every due
+  // job) finds the queue's next due job; a queue already running that job's concurrency is
+  // skipped (a hint from this statement's snapshot: claimJobs checks exactly).
   return await db.query(
     `select q.namespace_id, q.queue
        from platform.job_queues q
-      where exists (select 1 from platform.jobs j
-                     where j.namespace_id = q.namespace_id and j.queue = q.queue
-                       and j.state in ('queued', 'retry_wait') and j.run_at <= $1)
-        and exists (select 1 from platform.namespaces n join platform.apps a on a.id = n.app_id
+      cross join lateral (
+        select j.concurrency from platform.jobs j
+         where j.namespace_id = q.namespace_id and j.queue = q.queue
+           and j.state in ('queued', 'retry_wait') and j.run_at <= $1
+         order by j.run_at, j.id
+         limit 1) next
+      where exists (select 1 from platform.namespaces n join platform.apps a on a.id = n.app_id
                      where n.id = q.namespace_id and a.status = 'active')
-        -- Skip queues already running their next job's concurrency (a hint from this
-        -- statement's snapshot; claimJobs checks exactly).
-        and (select count(*) from platform.jobs r where r.namespace_id = q.namespace_id and r.queue = q.queue and r.state = 'running')
-          < (select j.concurrency from platform.jobs j
-              where j.namespace_id = q.namespace_id and j.queue = q.queue and j.state in ('queued', 'retry_wait') and j.run_at <= $1
-              order by j.run_at, j.created_at, j.id limit 1)
+        and (select count(*) from platform.jobs r
+              where r.namespace_id = q.namespace_id and r.queue = q.queue and r.state = 'running') < next.concurrency
       order by random()
       limit $2
       for update of q skip locked`,
@@ -191,7 +193,9 @@ export interface ClaimedJob extends Record<string, unknown> {
 /**
  * Moves up to `limit` due jobs of the locked queues to `running` (attempt + 1, a lease),
  * at most each job's pinned concurrency minus what already runs in its queue, oldest due
- * first and round-robin across queues. Must run in the transaction that locked the queues.
+ * first (ties by id: the order of the jobs_pending index, so a deep backlog is read a page
+ * at a time, never sorted whole) and round-robin across queues. Must run in the
+ * transaction that locked the queues.
  */
 export async function claimJobs(
   db: Queryable,
@@ -202,15 +206,15 @@ export async function claimJobs(
        select * from unnest($1::uuid[], $2::text[]) as q (namespace_id, queue)
      ), candidates as (
        select j.id, j.concurrency, q.running,
-              row_number() over (partition by q.namespace_id, q.queue order by j.run_at, j.created_at, j.id) as n
+              row_number() over (partition by q.namespace_id, q.queue order by j.run_at, j.id) as n
          from (select q.*, (select count(*) from platform.jobs r
                              where r.namespace_id = q.namespace_id and r.queue = q.queue and r.state = 'running') as running
                  from q) q
          cross join lateral (
-           select j.id, j.concurrency, j.run_at, j.created_at from platform.jobs j
+           select j.id, j.concurrency, j.run_at from platform.jobs j
             where j.namespace_id = q.namespace_id and j.queue = q.queue
               and j.state in ('queued', 'retry_wait') and j.run_at <= $3
-            order by j.run_at, j.created_at, j.id
+            order by j.run_at, j.id
             limit 100) j
      ), chosen as (
        select id from candidates where running + n <= concurrency order by n, id limit $4
@@ -218,8 +222,8 @@ export async function claimJobs(
      update platform.jobs j
         set state = 'running', attempts = j.attempts + 1, started_at = $3, updated_at = $3, lease_owner = $5,
             lease_expires_at = $3::timestamptz + make_interval(secs => coalesce(j.timeout_seconds, 900) + $6)
-       from chosen, platform.apps a
-      where j.id = chosen.id and j.state in ('queued', 'retry_wait') and a.id = j.app_id
+       from platform.apps a
+      where j.id = any (array(select id from chosen)) and j.state in ('queued', 'retry_wait') and a.id = j.app_id
       returning j.id, j.app_id, j.namespace_id, j.kind, j.queue, j.payload, j.attempts, j.timeout_seconds,
                 a.slug as app_slug, a.status as app_status, a.active_release_id as app_release_id`,
     [options.queues.map((q) => q.namespace_id), options.queues.map((q) => q.queue), options.now, options.limit, options.owner, options.leaseGraceSeconds],
@@ -236,7 +240,7 @@ export async function markSucceeded(db: Queryable, options: { attempts: readonly
        update platform.jobs j set state = 'succeeded', payload = null, finished_at = $3, updated_at = $3,
               lease_owner = null, lease_expires_at = null
          from unnest($1::uuid[], $2::int[]) as d (id, attempt)
-        where j.id = d.id and j.state = 'running' and j.attempts = d.attempt
+        where j.id = any ($1::uuid[]) and j.id = d.id and j.state = 'running' and j.attempts = d.attempt
         returning j.id, j.namespace_id),
      counted as (
        update platform.job_namespaces n set active = n.active - c.ended
