@@ -328,7 +328,7 @@ export async function recoverExpiredLeases(db: Queryable, options: { now: Date; 
               finished_at = case when j.attempts < j.max_attempts then null else $1 end,
               payload = case when j.attempts < j.max_attempts then j.payload else null end,
               last_error = $2::jsonb, updated_at = $1, lease_owner = null, lease_expires_at = null
-         from expired where j.id = expired.id
+        where j.id = any (array(select id from expired))
         returning j.namespace_id, j.state
      ), counted as (
        update platform.job_namespaces n set active = n.active - c.ended
@@ -344,8 +344,8 @@ export async function recoverExpiredLeases(db: Queryable, options: { now: Date; 
 export async function rescheduleInactiveApps(db: Queryable, options: { now: Date; runAt: Date }): Promise<number> {
   const rows = await db.query(
     `update platform.jobs j set run_at = $2, updated_at = $1
-       from platform.apps a
-      where a.id = j.app_id and a.status <> 'active' and j.state in ('queued', 'retry_wait') and j.run_at <= $1
+      where j.app_id = any (array(select id from platform.apps where status <> 'active'))
+        and j.state in ('queued', 'retry_wait') and j.run_at <= $1
       returning 1`,
     [options.now, options.runAt],
   )
