@@ -47,7 +47,7 @@ describe(`storage (${backend})`, () => {
     try {
       const results = await Promise.all([migratePlatform(first), migratePlatform(second)])
       const all = platformMigrations().map((m) => m.version)
-      assert.deepEqual([...results[0], ...results[1]].sort(), all)
+      assert.deepEqual([...results[0], ...results[1]].sort((a, b) => a - b), all)
       const rows = await first.query<{ version: number }>('select version from platform.schema_migrations order by version')
       assert.deepEqual(rows.map((r) => r.version), all)
       assert.deepEqual(await migratePlatform(first), [])
