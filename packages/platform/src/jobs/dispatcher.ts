@@ -49,6 +49,11 @@ export interface DispatcherOptions {
   readonly pollIntervalMs?: number
   /** How long due jobs of a paused, suspended or archived app wait before being looked at again. Default 30 000. */
   readonly inactiveDelayMs?: number
+  /**
+   * How long `stop` waits for running attempts. Default 20 000. Attempts still running then
+   * end when the Functions host closes (a retryable failure), or their leases expire.
+   */
+  readonly stopGraceMs?: number
 }
 
 export interface DispatcherDeps extends DispatcherOptions {
@@ -63,7 +68,7 @@ export interface DispatcherDeps extends DispatcherOptions {
 export interface Dispatcher {
   /** Starts listening and polling. */
   start(): Promise<void>
-  /** Stops claiming and waits for the attempts in flight to end. */
+  /** Stops claiming and waits (at most `stopGraceMs`) for the attempts in flight to end. */
   stop(): Promise<void>
   /**
    * One pass, awaited to the end: expired leases and inactive apps' due jobs are moved on,
@@ -332,7 +337,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       clearInterval(poll)
       await unlisten?.().catch(() => {})
       while (passing) await new Promise((resolve) => setTimeout(resolve, 5))
-      await Promise.allSettled([...inFlight])
+      let timer: ReturnType<typeof setTimeout> | undefined
+      await Promise.race([
+        Promise.allSettled([...inFlight]),
+        new Promise((resolve) => (timer = setTimeout(resolve, deps.stopGraceMs ?? 20_000))),
+      ])
+      clearTimeout(timer)
     },
 
     async runDue() {
