@@ -112,7 +112,7 @@ export function payloadHash(payload: unknown): string {
  * Inserts `job` unless its key exists: then the original is returned when the payload is
  * the same, and IDEMPOTENCY_KEY_REUSED is thrown when not. `limit` caps the namespace's
  * active jobs (null: never refused, for cron runs, which capacity may delay but not drop).
- * One statement (plus two when it loses a race for the same key); inside the caller's
+ * One statement (plus one or two when it loses a race for the same key); inside the caller's
  * transaction when given one. Wakes the dispatchers at commit when the job is due now.
  */
 export async function insertIdempotent(db: Queryable, job: NewJob, limit: number | null): Promise<{ row: JobRow; created: boolean }> {
@@ -122,10 +122,15 @@ export async function insertIdempotent(db: Queryable, job: NewJob, limit: number
       return { row: outcome.row, created: true }
     case 'existing':
       return { row: sameInput(outcome.row, job), created: false }
-    case 'limit':
+    case 'limit': {
+      // The statement's snapshot may predate a producer that took the last slot for this very
+      // key (its +1 was visible to the counter, its job not to the lookup): look again.
+      const winner = await findByKey(db, job)
+      if (winner !== undefined) return { row: sameInput(winner, job), created: false }
       throw new ServiceError('JOBS_LIMIT_REACHED', `This app already has ${limit} active jobs; wait for some to finish`, {
         details: { limit },
       })
+    }
     case 'raced': {
       // Another producer inserted the same key meanwhile (this statement waited for its commit).
       await uncountActive(db, job.namespaceId)
