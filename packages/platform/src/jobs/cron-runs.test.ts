@@ -12,6 +12,7 @@ const CRON_APP = `functions:
   - name: nightly
     entrypoint: functions/nightly.ts
     access: system
+    timeoutSeconds: 45
 cron:
   - name: nightly
     schedule: "0 3 * * *"
@@ -49,14 +50,30 @@ describe(`cron runs (${backend})`, () => {
     assert.equal(first.created, true)
     assert.deepEqual(again, { jobId: first.jobId, created: false })
     assert.deepEqual(inTx, { jobId: first.jobId, created: false })
-    const [row] = await h.t.db.query<{ queue: string; kind: string; payload: unknown; run_at: Date; max_attempts: number; concurrency: number }>(
-      'select queue, kind, payload, run_at, max_attempts, concurrency from platform.jobs where id = $1', [first.jobId])
+    const [row] = await h.t.db.query<{ queue: string; kind: string; payload: unknown; run_at: Date; max_attempts: number; concurrency: number; timeout_seconds: number | null }>(
+      'select queue, kind, payload, run_at, max_attempts, concurrency, timeout_seconds from platform.jobs where id = $1', [first.jobId])
     assert.equal(row!.queue, 'cron:nightly')
     assert.equal(row!.kind, 'cron')
     assert.deepEqual(row!.payload, { source: 'service.cron', name: 'nightly', scheduledAt: '2026-11-22T03:00:00.000Z' })
     assert.equal(row!.run_at.toISOString(), '2026-11-22T03:00:00.000Z', 'a future occurrence is due at its time')
-    assert.equal(row!.max_attempts, 1)
+    assert.equal(row!.max_attempts, 3, 'a run lost in a crash (or timed out, or unavailable) is tried again')
     assert.equal(row!.concurrency, 1)
+    assert.equal(row!.timeout_seconds, 45, "the target Function's timeout, pinned (its lease follows it)")
+  })
+
+  test('a manual run counts against the active-job limit (JOBS_LIMIT_REACHED); a scheduled occurrence never does', async () => {
+    await h.t.db.query('update platform.job_namespaces set active = 10000 where namespace_id = $1', [namespaceId])
+    try {
+      await assert.rejects(
+        enqueueCronRun(h.t.db, h.clock, { appId: app.id, namespaceId, cronName: 'nightly', scheduledAt: h.clock.now(), manual: true }),
+        { code: 'JOBS_LIMIT_REACHED' })
+      const scheduled = await enqueueCronRun(h.t.db, h.clock, { appId: app.id, namespaceId, cronName: 'nightly', scheduledAt: new Date('2026-11-23T03:00:00Z') })
+      assert.equal(scheduled.created, true)
+    } finally {
+      await h.t.db.query(
+        `update platform.job_namespaces set active = (select count(*) from platform.jobs where namespace_id = $1 and state in ('queued', 'running', 'retry_wait'))
+          where namespace_id = $1`, [namespaceId])
+    }
   })
 
   test('each manual run is a new job, due now', async () => {

@@ -10,19 +10,26 @@
  * - Input: `{ source: 'service.cron', name, scheduledAt }` (spec 4.2).
  * - Target: resolved at dispatch from the active release's cron declaration of that name
  *   (a system Function). A run whose declaration is gone is dead-lettered CRON_NOT_ACTIVE.
- * - One attempt, one run at a time per cron (concurrency 1), the Function's own timeout.
- *   A Function whose strict schema rejects the envelope fails 400 INPUT_INVALID before its
- *   handler; the run is dead-lettered with that error.
- * - Never refused for capacity: the namespace's active-job limit may delay other work, it
- *   never drops a cron run.
+ * - One run at a time per cron (concurrency 1), with the target Function's timeout pinned
+ *   at enqueue (the lease follows it). Up to `CRON_RUN_POLICY.maxAttempts` attempts: a run
+ *   lost with its process (lease expired), timed out, crashed or answered
+ *   `errors.unavailable` is tried again after 30 s, then 60 s; any other failure
+ *   dead-letters it. A Function whose strict schema rejects the envelope fails 400
+ *   INPUT_INVALID before its handler; the run is dead-lettered with that error.
+ * - A scheduled occurrence is never refused for capacity: the namespace's active-job limit
+ *   may delay other work, it never drops a scheduled run. A manual run is an enqueue like
+ *   any other and is refused JOBS_LIMIT_REACHED at the limit.
  * - `ctx.job` is null in a cron run (it is queue delivery metadata).
  */
 import { randomUUID } from 'node:crypto'
 import type { Db, Queryable } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { CronDeclaration } from '../manifest/index.ts'
-import { insertIdempotent, payloadHash } from './enqueue.ts'
+import { insertIdempotent, JOB_LIMITS, payloadHash } from './enqueue.ts'
 import type { NewJob } from './queries.ts'
+
+/** The retry policy pinned on every cron run (its timeout is the target Function's). */
+export const CRON_RUN_POLICY = { maxAttempts: 3, retryDelaySeconds: 30, retryBackoff: true } as const
 
 /** The queue name of a cron's runs in the jobs list and signals. */
 export function cronQueueName(cronName: string): string {
@@ -41,8 +48,10 @@ export interface CronRun {
 /**
  * Enqueues one run of the cron declaration `cronName`; `created` is false when this
  * occurrence was already enqueued (by this or another process). Given a transaction
- * handle it runs inside it. The run is due at
- * `scheduledAt` (or now, when that has passed).
+ * handle it runs inside it. The run is due at `scheduledAt` (or now, when that has
+ * passed). Its timeout is that of the Function the namespace's active release names for
+ * the cron (looked up here; a cron no longer declared keeps the 15-minute maximum and is
+ * dead-lettered CRON_NOT_ACTIVE at dispatch).
  *
  * @example
  * const { jobId, created } = await enqueueCronRun(db, clock, { appId, namespaceId, cronName: 'nightly', scheduledAt })
@@ -51,6 +60,15 @@ export async function enqueueCronRun(db: Db | Queryable, clock: Clock, run: Cron
   const now = clock.now()
   const scheduledAt = run.scheduledAt.toISOString()
   const payload = { source: 'service.cron', name: run.cronName, scheduledAt }
+  const timeouts = await db.query<{ timeout_seconds: number | null }>(
+    `select (f ->> 'timeoutSeconds')::int as timeout_seconds
+       from platform.namespaces n
+       join platform.releases r on r.app_id = n.app_id and r.dev_name = n.dev_name and r.status = 'active'
+      cross join jsonb_array_elements(coalesce(r.manifest -> 'cron', '[]'::jsonb)) c
+      cross join jsonb_array_elements(coalesce(r.manifest -> 'functions', '[]'::jsonb)) f
+      where n.id = $1 and c ->> 'name' = $2 and f ->> 'name' = c ->> 'function'`,
+    [run.namespaceId, run.cronName],
+  )
   const job: NewJob = {
     appId: run.appId,
     namespaceId: run.namespaceId,
@@ -61,14 +79,12 @@ export async function enqueueCronRun(db: Db | Queryable, clock: Clock, run: Cron
     idempotencyKey: run.manual ? `manual:${randomUUID()}` : `scheduled:${scheduledAt}`,
     enqueuedBy: null,
     concurrency: 1,
-    maxAttempts: 1,
-    retryDelaySeconds: 0,
-    retryBackoff: false,
-    timeoutSeconds: null,
+    ...CRON_RUN_POLICY,
+    timeoutSeconds: timeouts[0]?.timeout_seconds ?? null,
     runAt: run.scheduledAt.getTime() > now.getTime() ? run.scheduledAt : now,
     now,
   }
-  const { row, created } = await insertIdempotent(db, job, null)
+  const { row, created } = await insertIdempotent(db, job, run.manual ? JOB_LIMITS.activePerNamespace : null)
   return { jobId: row.id, created }
 }
 

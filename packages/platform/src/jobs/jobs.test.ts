@@ -453,6 +453,29 @@ describe(`jobs (${backend})`, () => {
     assert.equal(failed.last_error?.code, 'INPUT_INVALID')
   })
 
+  test("a cron run whose process died is run again once its lease (the Function's timeout + 60 s) expires", async () => {
+    const run = await enqueueCronRun(h.t.db, h.clock, { appId: app.id, namespaceId: namespace.id, cronName: 'nightly', scheduledAt: new Date('2026-11-20T03:00:00Z') })
+    const claimed = await h.t.db.transaction(async (tx) => {
+      const queues = await lockDueQueues(tx, h.clock.now(), 10)
+      return await claimJobs(tx, { queues, now: h.clock.now(), limit: 10, owner: 'dead-process', leaseGraceSeconds: 60 })
+    })
+    assert.deepEqual(claimed.map((c) => c.id), [run.jobId])
+    const [lease] = await h.t.db.query<{ lease_expires_at: Date }>('select lease_expires_at from platform.jobs where id = $1', [run.jobId])
+    assert.equal(lease!.lease_expires_at.getTime() - h.clock.now().getTime(), (30 + 60) * 1000, "nightly's default 30 s timeout, not 15 minutes")
+    seconds(90)
+    await h.platform.jobs.runDue()
+    let row = await job(run.jobId)
+    assert.equal(row.state, 'retry_wait')
+    assert.equal(row.last_error?.code, 'JOB_LEASE_EXPIRED')
+    seconds(60)
+    await h.platform.jobs.runDue()
+    row = await job(run.jobId)
+    assert.equal(row.state, 'succeeded')
+    assert.equal(row.attempts, 2)
+    const recorded = await h.t.db.query(`select 1 from app_queues.runs where mode = 'cron:nightly@2026-11-20T03:00:00.000Z'`)
+    assert.equal(recorded.length, 1)
+  })
+
   test('a cron run whose entry was removed is dead-lettered CRON_NOT_ACTIVE', async () => {
     const run = await enqueueCronRun(h.t.db, h.clock, { appId: app.id, namespaceId: namespace.id, cronName: 'nightly', scheduledAt: new Date(h.clock.now().getTime() + 60_000) })
     await deploy(queuesYaml().replace(/  - name: nightly\n    schedule: "0 3 \* \* \*"\n    function: nightly\n/, ''))
