@@ -12,8 +12,12 @@ export type FunctionFailure =
   | WireFailure
   /** The invocation ran (or waited) past its timeout; its worker was killed. */
   | { readonly kind: 'timeout'; readonly message: string }
-  /** The worker process ended (killed, crashed, broke the protocol) while the invocation ran. */
-  | { readonly kind: 'crashed'; readonly message: string }
+  /**
+   * The worker process ended (killed, crashed, broke the protocol) while the invocation ran.
+   * `reason` is set when the worker was killed because ANOTHER invocation on it timed out:
+   * this one was a bystander (the jobs dispatcher does not count such an attempt).
+   */
+  | { readonly kind: 'crashed'; readonly message: string; readonly reason?: 'worker_replaced_for_timeout_of_another_invocation' }
 
 export type FunctionFailureKind = FunctionFailure['kind']
 

@@ -293,13 +293,17 @@ describe('worker lifecycle', () => {
     assert.equal(next['loads'], 1, 'the new worker loaded the module afresh')
   })
 
-  test('a timeout kills the worker, failing its other in-flight invocations as crashed', async () => {
+  test('a timeout kills the worker, failing its other in-flight invocations as crashed bystanders', async () => {
     const isolated = testPool(bundleDir, { size: 1 })
     try {
       const sleeping = isolated.invoke({ entrypoint: 'functions/sleep.ts', input: { ms: 5_000 }, meta })
       const looping = isolated.invoke({ entrypoint: 'functions/forever.ts', input: {}, meta, timeoutMs: 500 })
-      assert.equal(failure(await looping).kind, 'timeout')
-      assert.equal(failure(await sleeping).kind, 'crashed')
+      const timedOut = failure(await looping)
+      assert.equal(timedOut.kind, 'timeout')
+      const victim = failure(await sleeping)
+      assert.equal(victim.kind, 'crashed')
+      assert.equal(victim.kind === 'crashed' ? victim.reason : undefined, 'worker_replaced_for_timeout_of_another_invocation')
+      assert.match(victim.message, /timed out/)
       value(await isolated.invoke({ entrypoint: 'functions/counter.ts', input: {}, meta }))
     } finally {
       await isolated.close()
@@ -317,6 +321,7 @@ describe('worker lifecycle', () => {
       const [first, other] = [failure(await hanging), failure(await second)]
       assert.equal(first.kind, 'crashed')
       assert.equal(other.kind, 'crashed')
+      assert.equal(first.kind === 'crashed' ? first.reason : 'absent', undefined, 'a crash nobody caused on purpose has no bystander reason')
       assert.match(first.message, /SIGKILL/)
       const next = value(await isolated.invoke({ entrypoint: 'functions/counter.ts', input: {}, meta }))
       assert.notEqual(next['pid'], pid)

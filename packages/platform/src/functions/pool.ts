@@ -18,7 +18,9 @@
  *
  * Timeouts cover the wait in the queue and the run. An invocation past its timeout fails
  * with `timeout`; if it was running, its worker is killed (a Function may be stuck in a
- * loop), which fails the worker's other invocations with `crashed`.
+ * loop), which fails the worker's other invocations with `crashed`, marked with the reason
+ * `worker_replaced_for_timeout_of_another_invocation` (bystanders: the jobs dispatcher
+ * returns such an attempt to waiting without counting it; HTTP callers get their 502).
  *
  * Byte results (`bytes: true`, for HTTP callers; see protocol.ts): `invoke` resolves at
  * the worker's `head` with a `ReadableStream` whose every read pulls one piece from the
@@ -223,6 +225,8 @@ interface Worker<Meta extends InvocationMeta> {
   openCalls: number
   openCallChars: number
   alive: boolean
+  /** Set when the worker is killed because one of its invocations timed out: the others are bystanders. */
+  killedForTimeout?: boolean
 }
 
 /**
@@ -315,7 +319,10 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
     workers.splice(workers.indexOf(worker), 1)
     worker.markReady(false)
     if (!closed) logger.warn('functions worker ended', { worker: worker.serial, pid: worker.process.pid, reason })
-    for (const invocation of [...worker.running.values()]) finish(invocation, failed({ kind: 'crashed', message: `the Functions worker ended: ${reason}` }))
+    const crashed: FunctionFailure = worker.killedForTimeout === true
+      ? { kind: 'crashed', message: `the Functions worker ended: ${reason}`, reason: 'worker_replaced_for_timeout_of_another_invocation' }
+      : { kind: 'crashed', message: `the Functions worker ended: ${reason}` }
+    for (const invocation of [...worker.running.values()]) finish(invocation, failed(crashed))
     for (const settle of worker.loads.values()) settle({ kind: 'crashed', message: `the Functions worker ended: ${reason}` })
     worker.loads.clear()
     schedulePump()
@@ -520,7 +527,10 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
     }
     const worker = invocation.worker
     finish(invocation, failed({ kind: 'timeout', message: `the Function did not finish within ${timeoutMs} ms` }))
-    if (worker?.alive) worker.process.kill(`an invocation of ${invocation.request.entrypoint} timed out after ${timeoutMs} ms`)
+    if (worker?.alive) {
+      worker.killedForTimeout = true
+      worker.process.kill(`an invocation of ${invocation.request.entrypoint} timed out after ${timeoutMs} ms`)
+    }
   }
 
   function onMessage(worker: Worker<Meta>, message: WorkerMessage, hasBytes: boolean, chars: number): void {

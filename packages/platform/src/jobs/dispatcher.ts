@@ -10,6 +10,9 @@
  *   it runs with `ctx.job = { id, queue, attempt }` and the queue's pinned
  *   `timeoutSeconds`. Success ends the job; `errors.unavailable` (503), a timeout or a
  *   crashed worker is retried while attempts remain; any other failure dead-letters it.
+ *   An attempt whose worker was killed for ANOTHER invocation's timeout (a bystander) goes
+ *   back to waiting, due at once, without counting. A result write that fails is tried
+ *   again a few times (up to ~8 s) before the lease is left to retry the job.
  * - Leases: a claim leases the job for its timeout plus `leaseGraceSeconds`. A process
  *   that dies leaves its jobs `running` until the lease expires; then any process moves
  *   them on as a retryable failure of the attempt they were on (JOB_LEASE_EXPIRED). An
@@ -83,6 +86,17 @@ const MAX_ERROR_MESSAGE = 1000
 
 export function boundedError(code: string, message: string): JobError {
   return { code, message: message.length > MAX_ERROR_MESSAGE ? `${message.slice(0, MAX_ERROR_MESSAGE - 1)}…` : message }
+}
+
+/**
+ * Failed once, a result write is tried again after these waits: the Function has run, and
+ * a lost write would run it again at its lease's expiry (or dead-letter a last attempt).
+ */
+const RESULT_WRITE_RETRIES_MS = [100, 500, 2000, 5000]
+
+/** The attempt's worker was killed for another invocation's timeout: not this job's failure. */
+export function isBystander(failure: FunctionFailure): boolean {
+  return failure.kind === 'crashed' && failure.reason === 'worker_replaced_for_timeout_of_another_invocation'
 }
 
 /** Only `errors.unavailable` (503), a timeout and a crashed worker are worth another attempt. */
@@ -187,10 +201,24 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     })
   }
 
+  /** Runs a result write, retrying a failed one after RESULT_WRITE_RETRIES_MS. */
+  async function writeResult<T>(what: string, write: () => Promise<T>): Promise<T> {
+    for (let retry = 0; ; retry += 1) {
+      try {
+        return await write()
+      } catch (error) {
+        const wait = RESULT_WRITE_RETRIES_MS[retry]
+        if (wait === undefined) throw error
+        logger.warn('jobs: writing a result failed; trying again', { what, retryInMs: wait, error: coerceError(error).message })
+        await new Promise((resolve) => setTimeout(resolve, wait))
+      }
+    }
+  }
+
   function flushSuccesses(): void {
     const batch = successes
     successes = []
-    markSucceeded(db, { attempts: batch, now: clock.now() }).then(
+    writeResult('successes', () => markSucceeded(db, { attempts: batch, now: clock.now() })).then(
       () => batch.forEach((success) => success.settle()),
       (error: unknown) => batch.forEach((success) => success.settle(error ?? new Error('recording successes failed'))),
     )
@@ -225,7 +253,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     try {
       const devName = await devNameOf(job.namespace_id)
       const app = await appOf(job)
-      if (app === null) return
+      if (app === null) {
+        // Gone since the claim (deleted: its jobs go with it), or its slug changed: release
+        // the job uncounted; the next claim reads the app afresh.
+        await markNotStarted(db, { ...ids, now: clock.now(), runAt: clock.now() })
+        return
+      }
       if (app.status !== 'active') {
         const now = clock.now()
         await markNotStarted(db, { ...ids, now, runAt: new Date(now.getTime() + inactiveDelayMs) })
@@ -263,9 +296,15 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         await succeeded(ids)
         return
       }
+      if (isBystander(result.error)) {
+        // Another invocation's timeout killed the worker: run again at once, uncounted.
+        await writeResult('bystander', () => markNotStarted(db, { ...ids, now: clock.now(), runAt: clock.now() }))
+        return
+      }
       const environment = deps.production && devName === '' ? 'production' : 'development'
       const { body } = failureResponse(result.error, { environment })
-      await markFailed(db, { ...ids, now: clock.now(), retryable: isRetryable(result.error), error: boundedError(body.error.code, body.error.message) })
+      const error = boundedError(body.error.code, body.error.message)
+      await writeResult('failure', () => markFailed(db, { ...ids, now: clock.now(), retryable: isRetryable(result.error), error }))
     } catch (thrown) {
       // The database or the host failed us: the job stays running and its lease expiry retries it.
       logger.error('jobs: an attempt could not be completed', { jobId: job.id, attempt: job.attempts, error: coerceError(thrown).message })

@@ -225,6 +225,53 @@ describe(`jobs (${backend})`, () => {
     assert.equal((await job(id)).attempts, 2)
   })
 
+  test("jobs on the worker a timeout kills are bystanders: their attempt is not counted and they run again at once", async () => {
+    // Three jobs that sleep and one that overruns its 1 s timeout, at once: the Functions
+    // pool (two workers) puts at least one sleeper on the worker that the timeout kills.
+    const sleepers = [
+      await enqueued('backoff', { mode: 'sleep', ms: 2500 }, 'bystander-1'),
+      await enqueued('backoff', { mode: 'sleep', ms: 2500 }, 'bystander-2'),
+      await enqueued('backoff', { mode: 'sleep', ms: 2500 }, 'bystander-3'),
+    ]
+    const culprit = await enqueued('slow', { mode: 'sleep', ms: 5000 }, 'culprit')
+    await h.platform.jobs.runDue()
+    assert.equal((await job(culprit)).last_error?.code, 'FUNCTION_TIMEOUT')
+    const runsBefore = (await Promise.all(sleepers.map(runs))).flat().length
+    assert.ok(runsBefore >= 3, 'every sleeper started')
+    await h.platform.jobs.runDue()
+    for (const id of sleepers) {
+      const row = await job(id)
+      assert.equal(row.state, 'succeeded')
+      assert.equal(row.attempts, 1, 'a bystander of the kill did not spend an attempt')
+    }
+    const attempts = (await Promise.all(sleepers.map(runs))).flat()
+    assert.ok(attempts.length > 3, 'at least one sleeper was killed with the culprit and ran again')
+    assert.ok(attempts.every((run) => run.attempt === 1))
+  })
+
+  test('a result that cannot be written at first is written on a retry (the consumer is not run again)', async () => {
+    // A real database error on the first two attempts to record success.
+    await h.t.db.query(`create sequence platform.test_fail_success`)
+    await h.t.db.query(`create function platform.test_fail_success() returns trigger language plpgsql as $$
+      begin
+        if new.state = 'succeeded' and nextval('platform.test_fail_success') <= 2 then raise exception 'injected failure'; end if;
+        return new;
+      end $$`)
+    await h.t.db.query(`create trigger test_fail_success before update on platform.jobs for each row execute function platform.test_fail_success()`)
+    try {
+      const id = await enqueued('work', { mode: 'ok' }, 'write-retried')
+      await h.platform.jobs.runDue()
+      const row = await job(id)
+      assert.equal(row.state, 'succeeded')
+      assert.equal(row.attempts, 1)
+      assert.equal((await runs(id)).length, 1)
+    } finally {
+      await h.t.db.query(`drop trigger test_fail_success on platform.jobs`)
+      await h.t.db.query(`drop function platform.test_fail_success()`)
+      await h.t.db.query(`drop sequence platform.test_fail_success`)
+    }
+  })
+
   test('a queue runs at most its concurrency at once, pinned when the job was enqueued', async () => {
     const ids = []
     for (let i = 0; i < 5; i++) ids.push(await enqueued('wide', { mode: 'ok' }, `wide-${i}`))
