@@ -69,9 +69,9 @@ describe(`the cron scheduler (${backend})`, () => {
 
   test('a due occurrence becomes one job with the cron envelope, due at once', async () => {
     await deploy(entry('hourly', '0 * * * *'))
-    assert.deepEqual(await tickAt('2026-11-21T12:30:00Z'), { leader: true, enqueued: 0, skipped: 0 })
-    assert.deepEqual(await tickAt('2026-11-21T13:00:05Z'), { leader: true, enqueued: 1, skipped: 0 })
-    assert.deepEqual(await tickAt('2026-11-21T13:00:20Z'), { leader: true, enqueued: 0, skipped: 0 })
+    assert.deepEqual(await tickAt('2026-11-21T12:30:00Z'), { leader: true, enqueued: 0, held: 0 })
+    assert.deepEqual(await tickAt('2026-11-21T13:00:05Z'), { leader: true, enqueued: 1, held: 0 })
+    assert.deepEqual(await tickAt('2026-11-21T13:00:20Z'), { leader: true, enqueued: 0, held: 0 })
     assert.deepEqual(await runs(), [{ queue: 'cron:hourly', scheduledAt: '2026-11-21T13:00:00.000Z', runAt: '2026-11-21T13:00:05.000Z' }])
     const [job] = await h.t.db.query<{ payload: unknown }>(
       `select payload from platform.jobs j join platform.apps a on a.id = j.app_id where a.slug = $1`, [slug])
@@ -105,7 +105,7 @@ describe(`the cron scheduler (${backend})`, () => {
     await deploy(entry('hourly', '0 * * * *'))
     await tickAt('2026-11-21T13:00:01Z')
     // Down for 30 hours: 30 hourly occurrences were missed; one runs, the latest.
-    assert.deepEqual(await tickAt('2026-11-22T19:30:00Z'), { leader: true, enqueued: 1, skipped: 0 })
+    assert.deepEqual(await tickAt('2026-11-22T19:30:00Z'), { leader: true, enqueued: 1, held: 0 })
     assert.deepEqual((await runs()).map((run) => run.scheduledAt), ['2026-11-21T13:00:00.000Z', '2026-11-22T19:00:00.000Z'])
     assert.equal((await tickAt('2026-11-22T19:59:00Z')).enqueued, 0)
   })
@@ -147,15 +147,24 @@ describe(`the cron scheduler (${backend})`, () => {
     assert.deepEqual((await runs()).map((run) => run.scheduledAt), ['2026-11-21T13:00:00.000Z', '2026-11-21T13:20:00.000Z'])
   })
 
-  test('a paused app skips its occurrences and goes on with the next one after resuming', async () => {
+  test('a paused app holds its occurrences; resumed, it runs the latest one missed within 24 hours, like after downtime', async () => {
     await deploy(entry('hourly', '0 * * * *'))
     await h.t.db.query(`update platform.apps set status = 'paused' where slug = $1`, [slug])
-    assert.deepEqual(await tickAt('2026-11-21T13:00:01Z'), { leader: true, enqueued: 0, skipped: 1 })
-    assert.deepEqual(await tickAt('2026-11-21T14:00:01Z'), { leader: true, enqueued: 0, skipped: 1 })
+    assert.deepEqual(await tickAt('2026-11-21T13:00:01Z'), { leader: true, enqueued: 0, held: 1 })
+    assert.deepEqual(await tickAt('2026-11-21T14:00:01Z'), { leader: true, enqueued: 0, held: 1 })
     await h.t.db.query(`update platform.apps set status = 'active' where slug = $1`, [slug])
-    assert.deepEqual(await tickAt('2026-11-21T14:30:00Z'), { leader: true, enqueued: 0, skipped: 0 }, 'the pause is not replayed')
-    assert.deepEqual(await tickAt('2026-11-21T15:00:01Z'), { leader: true, enqueued: 1, skipped: 0 })
-    assert.deepEqual((await runs()).map((run) => run.scheduledAt), ['2026-11-21T15:00:00.000Z'])
+    assert.deepEqual(await tickAt('2026-11-21T14:30:00Z'), { leader: true, enqueued: 1, held: 0 }, '13:00 and 14:00 coalesce into 14:00')
+    assert.deepEqual(await tickAt('2026-11-21T15:00:01Z'), { leader: true, enqueued: 1, held: 0 })
+    assert.deepEqual((await runs()).map((run) => run.scheduledAt), ['2026-11-21T14:00:00.000Z', '2026-11-21T15:00:00.000Z'])
+  })
+
+  test('an occurrence held by a pause longer than 24 hours is dropped', async () => {
+    await deploy(entry('weekly', '0 9 * * MON'))
+    await h.t.db.query(`update platform.apps set status = 'suspended' where slug = $1`, [slug])
+    assert.deepEqual(await tickAt('2026-11-23T09:00:01Z'), { leader: true, enqueued: 0, held: 1 })
+    await h.t.db.query(`update platform.apps set status = 'active' where slug = $1`, [slug])
+    assert.deepEqual(await tickAt('2026-11-24T10:00:00Z'), { leader: true, enqueued: 0, held: 0 }, "Monday's run is 25 hours old")
+    assert.deepEqual(await runs(), [])
   })
 
   test('a namespace at its active-job limit still gets its cron run (capacity delays, never drops)', async () => {

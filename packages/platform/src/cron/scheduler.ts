@@ -15,9 +15,10 @@
  *   again starts at the activation of the release that brought it.
  * - Disabled declarations do not fire (their state is forgotten); manual runs still work.
  * - An app that is not active (paused until its owner confirms, suspended, archived) has
- *   its cron stopped: its occurrences are marked handled without a run, so resuming goes
- *   on with the next occurrence rather than replaying the pause. Runs enqueued before the
- *   pause wait in the jobs engine until the app is active again.
+ *   its cron held: its occurrences are neither run nor marked handled, so once it is
+ *   active again the missed ones coalesce as after downtime (the latest within 24 hours
+ *   runs once; spec 3.1 reschedules a non-active app's pending work, spec 8 coalesces).
+ *   Runs enqueued before the pause wait in the jobs engine until the app is active again.
  * - Queue capacity never drops a run: `enqueueCronRun` is not subject to the active-job
  *   limit; a busy dispatcher only delays it.
  *
@@ -61,8 +62,8 @@ export interface CronTick {
   readonly leader: boolean
   /** Occurrences enqueued as jobs. */
   readonly enqueued: number
-  /** Occurrences marked handled without a run (the app was not active). */
-  readonly skipped: number
+  /** Declarations with a due occurrence held back because the app is not active (run, coalesced, when it is again). */
+  readonly held: number
 }
 
 export interface CronScheduler {
@@ -95,7 +96,7 @@ export function createCronScheduler(deps: CronSchedulerDeps): CronScheduler {
     const now = clock.now()
     const leader = await acquireLease(db, { owner, now, expiresAt: new Date(now.getTime() + leaseMs) })
     held = leader
-    if (!leader) return { leader, enqueued: 0, skipped: 0 }
+    if (!leader) return { leader, enqueued: 0, held: 0 }
     return { leader, ...(await evaluateSchedules({ db, clock, logger }, now)) }
   }
 
@@ -138,13 +139,13 @@ export function createCronScheduler(deps: CronSchedulerDeps): CronScheduler {
  * Safe to run from several processes at once (each occurrence still fires once); exported
  * so tests can prove that without the lease.
  */
-export async function evaluateSchedules(deps: { db: Db; clock: Clock; logger: Logger }, now: Date): Promise<{ enqueued: number; skipped: number }> {
+export async function evaluateSchedules(deps: { db: Db; clock: Clock; logger: Logger }, now: Date): Promise<{ enqueued: number; held: number }> {
   const { db, logger } = deps
   const [apps, states] = await Promise.all([listActiveCrons(db), listScheduleStates(db)])
   const stateOf = new Map(states.map((state) => [stateKey(state.namespaceId, state.name), state]))
   const live = new Set<string>()
   let enqueued = 0
-  let skipped = 0
+  let held = 0
   for (const app of apps) {
     for (const declaration of app.cron) {
       if (!declaration.enabled) continue
@@ -153,7 +154,7 @@ export async function evaluateSchedules(deps: { db: Db; clock: Clock; logger: Lo
       try {
         const outcome = await handleDeclaration(deps, { app, declaration, state: stateOf.get(key), now })
         if (outcome === 'enqueued') enqueued += 1
-        if (outcome === 'skipped') skipped += 1
+        if (outcome === 'held') held += 1
       } catch (error) {
         logger.error('cron: a schedule could not be evaluated', { appId: app.appId, cron: declaration.name, error: coerceError(error).message })
       }
@@ -161,7 +162,7 @@ export async function evaluateSchedules(deps: { db: Db; clock: Clock; logger: Lo
   }
   const gone = states.filter((state) => !live.has(stateKey(state.namespaceId, state.name)))
   await deleteScheduleStates(db, gone)
-  return { enqueued, skipped }
+  return { enqueued, held }
 }
 
 class ScheduleMoved extends Error {}
@@ -169,7 +170,7 @@ class ScheduleMoved extends Error {}
 async function handleDeclaration(
   deps: { db: Db; clock: Clock; logger: Logger },
   entry: { app: ActiveCrons; declaration: CronDeclaration; state: ScheduleState | undefined; now: Date },
-): Promise<'enqueued' | 'skipped' | 'nothing'> {
+): Promise<'enqueued' | 'held' | 'nothing'> {
   const { db, clock, logger } = deps
   const { app, declaration, now } = entry
   const timezone = declaration.timezone ?? 'UTC'
@@ -187,10 +188,8 @@ async function handleDeclaration(
   const due = latestOccurrence(declaration.schedule, { timezone, after, upTo: now })
   if (due === null) return 'nothing'
   const move = { namespaceId: app.namespaceId, name: declaration.name, from: handledThrough!, to: due, now }
-  if (app.appStatus !== 'active') {
-    await advanceSchedule(db, { ...move, jobId: null })
-    return 'skipped'
-  }
+  // Not active: leave it unhandled; resumed, the latest occurrence of the last 24 hours runs.
+  if (app.appStatus !== 'active') return 'held'
   try {
     const jobId = await db.transaction(async (tx) => {
       const { jobId } = await enqueueCronRun(tx, clock, { appId: app.appId, namespaceId: app.namespaceId, cronName: declaration.name, scheduledAt: due })
