@@ -116,6 +116,20 @@ describe(`cron owner API and runs (${backend})`, () => {
     assert.equal(cron.find((c) => c.name === 'nightly')!.nextRunAt, '2026-11-22T03:00:00.000Z')
   })
 
+  test('a manual run at the 10,000 active-job limit answers 429 JOBS_LIMIT_REACHED', async () => {
+    const [app] = await h.t.db.query<{ id: string }>(`select id from platform.apps where slug = 'clock'`)
+    const set = (active: string) => h.t.db.query(
+      `update platform.job_namespaces set active = ${active} where namespace_id in (select id from platform.namespaces where app_id = $1)`, [app!.id])
+    await set('10000')
+    try {
+      const res = await h.request('/v1/apps/clock/cron/nightly/runs', { token, method: 'POST' })
+      assert.equal(res.status, 429)
+      assert.equal(((await res.json()) as { error: { code: string } }).error.code, 'JOBS_LIMIT_REACHED')
+    } finally {
+      await set(`(select count(*) from platform.jobs j where j.namespace_id = platform.job_namespaces.namespace_id and j.state in ('queued', 'running', 'retry_wait'))`)
+    }
+  })
+
   test('an unknown cron answers 404 CRON_NOT_FOUND; another owner sees no app; no token is 401', async () => {
     const unknown = await h.request('/v1/apps/clock/cron/nope/runs', { token, method: 'POST' })
     assert.equal(unknown.status, 404)
