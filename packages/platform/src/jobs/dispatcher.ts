@@ -18,7 +18,9 @@
  *   them on as a retryable failure of the attempt they were on (JOB_LEASE_EXPIRED). An
  *   attempt's result is written only while it is still the job's current attempt, so a
  *   late result from a presumed-dead process is ignored.
- * - Apps that are not active: their due jobs wait `inactiveDelayMs` more, attempts untouched.
+ * - Apps that are not active: claims skip their queues, so their due jobs wait, untouched
+ *   (no periodic rewrite), and run in due order once the app is active again. A job
+ *   claimed just before its app stopped being active goes back to waiting uncounted.
  */
 import { hostname } from 'node:os'
 import { randomUUID } from 'node:crypto'
@@ -38,7 +40,6 @@ import {
   markNotStarted,
   markSucceeded,
   recoverExpiredLeases,
-  rescheduleInactiveApps,
   type ClaimedJob,
   type JobError,
 } from './queries.ts'
@@ -50,8 +51,6 @@ export interface DispatcherOptions {
   readonly leaseGraceSeconds?: number
   /** Poll for due work this often. Default 1000. */
   readonly pollIntervalMs?: number
-  /** How long due jobs of a paused, suspended or archived app wait before being looked at again. Default 30 000. */
-  readonly inactiveDelayMs?: number
   /**
    * How long `stop` waits for running attempts. Default 20 000. Attempts still running then
    * end when the Functions host closes (a retryable failure), or their leases expire.
@@ -74,7 +73,7 @@ export interface Dispatcher {
   /** Stops claiming and waits (at most `stopGraceMs`) for the attempts in flight to end. */
   stop(): Promise<void>
   /**
-   * One pass, awaited to the end: expired leases and inactive apps' due jobs are moved on,
+   * One pass, awaited to the end: expired leases are moved on,
    * then due jobs are claimed (up to the free capacity) and their attempts run to their
    * result. Returns how many attempts it ran. For tests and tools; `start` runs passes itself.
    */
@@ -130,7 +129,6 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const capacity = deps.capacity ?? 32
   const leaseGraceSeconds = deps.leaseGraceSeconds ?? 60
   const pollIntervalMs = deps.pollIntervalMs ?? 1000
-  const inactiveDelayMs = deps.inactiveDelayMs ?? 30_000
   const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
   const inFlight = new Set<Promise<void>>()
   /** A release's queue and cron declarations (a release never changes). */
@@ -235,7 +233,6 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const now = clock.now()
     const error = boundedError('JOB_LEASE_EXPIRED', 'The platform process running this attempt stopped before it finished')
     while ((await recoverExpiredLeases(db, { now, error, limit: 500 })) === 500) { /* more expired leases */ }
-    await rescheduleInactiveApps(db, { now, runAt: new Date(now.getTime() + inactiveDelayMs) })
   }
 
   async function claim(limit: number): Promise<ClaimedJob[]> {
@@ -260,8 +257,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         return
       }
       if (app.status !== 'active') {
-        const now = clock.now()
-        await markNotStarted(db, { ...ids, now, runAt: new Date(now.getTime() + inactiveDelayMs) })
+        // Claims skip the queues of apps that are not active: it waits there, uncounted.
+        await markNotStarted(db, { ...ids, now: clock.now(), runAt: clock.now() })
         return
       }
       const releaseId = await activeReleaseOf(app, devName)

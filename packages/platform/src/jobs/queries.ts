@@ -340,18 +340,6 @@ export async function recoverExpiredLeases(db: Queryable, options: { now: Date; 
   return rows.length
 }
 
-/** Due jobs of apps that are not active wait `delayMs` more; their attempts are untouched. */
-export async function rescheduleInactiveApps(db: Queryable, options: { now: Date; runAt: Date }): Promise<number> {
-  const rows = await db.query(
-    `update platform.jobs j set run_at = $2, updated_at = $1
-      where j.app_id = any (array(select id from platform.apps where status <> 'active'))
-        and j.state in ('queued', 'retry_wait') and j.run_at <= $1
-      returning 1`,
-    [options.now, options.runAt],
-  )
-  return rows.length
-}
-
 /**
  * Dead-letters the pending jobs of one namespace whose queue (or cron, for cron runs) is not
  * among `queues` (`crons`). Runs in the deploy transaction that activates a release.
