@@ -60,6 +60,22 @@ await platform.jobs.start()
 // Cron: one process at a time (a lease) turns due occurrences into jobs.
 platform.cron.start()
 
+/**
+ * One shutdown step, bounded: a step that fails or hangs is logged and the shutdown goes
+ * on, so the database is always closed (PGlite flushed) and the process always exits.
+ */
+async function shutdownStep(name: string, limitMs: number, run: () => Promise<unknown>): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const outcome = await Promise.race([
+    run().then(() => 'done', (error: unknown) => `failed: ${error instanceof Error ? error.message : String(error)}`),
+    new Promise<string>((resolve) => (timer = setTimeout(() => resolve(`gave up after ${limitMs} ms`), limitMs))),
+  ])
+  clearTimeout(timer)
+  if (outcome !== 'done') logger.error('shutdown step did not finish', { step: name, outcome })
+}
+
+// At most about 40 s in all (usually much less): the job dispatcher waits up to 20 s for running attempts (an
+// attempt it abandons is safe: its lease expires and another process retries it).
 let stopping = false
 async function shutdown(signal: string) {
   if (stopping) return
@@ -67,11 +83,11 @@ async function shutdown(signal: string) {
   logger.info('shutting down', { signal })
   clearInterval(deadlines)
   clearInterval(logRetention)
-  await platform.cron.stop()
-  await platform.jobs.stop()
+  await shutdownStep('cron', 3_000, () => platform.cron.stop())
+  await shutdownStep('jobs', 21_000, () => platform.jobs.stop())
   server.close()
-  await platform.close()
-  await db.close()
+  await shutdownStep('platform', 3_000, () => platform.close())
+  await shutdownStep('database', 10_000, () => db.close())
   process.exit(0)
 }
 process.on('SIGINT', () => void shutdown('SIGINT'))

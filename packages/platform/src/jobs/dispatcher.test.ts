@@ -1,6 +1,8 @@
-// Which failures earn another attempt, and how much of an error a job keeps.
+// Which failures earn another attempt, how much of an error a job keeps, and the clock check at start.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { startHarness } from '../../test/harness.ts'
+import { silentLogger } from '../lib/logger.ts'
 import { boundedError, isRetryable } from './dispatcher.ts'
 
 test('only errors.unavailable (503), a timeout and a crashed worker are retryable', () => {
@@ -20,4 +22,22 @@ test('a kept error message is cut at 1,000 characters', () => {
   const long = boundedError('X', 'y'.repeat(5000))
   assert.equal(long.message.length, 1000)
   assert.ok(long.message.endsWith('…'))
+})
+
+test("a process whose clock is off the database's by more than 10 s says so at start (leases need one clock)", async () => {
+  const warnings: { message: string; fields: unknown }[] = []
+  const logger = { ...silentLogger, warn: (message: string, fields?: unknown) => void warnings.push({ message, fields }) }
+  const h = await startHarness(undefined, { logger })
+  try {
+    h.clock.set(new Date(Date.now() + 60 * 60 * 1000).toISOString())
+    await h.platform.jobs.start()
+    for (let waited = 0; warnings.length === 0 && waited < 500; waited += 1) await new Promise((resolve) => setTimeout(resolve, 10))
+    const warning = warnings.find((w) => w.message.includes('clock'))
+    assert.ok(warning, 'warned')
+    const skewMs = (warning.fields as { skewMs: number }).skewMs
+    assert.ok(Math.abs(skewMs - 3_600_000) < 60_000, String(skewMs))
+  } finally {
+    await h.platform.jobs.stop()
+    await h.close()
+  }
 })

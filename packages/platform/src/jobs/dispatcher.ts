@@ -361,6 +361,14 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     async start() {
       if (started) return
       started = true
+      // Leases compare instants written by one process with another's clock: one clock per
+      // deployment (NTP) is an operational requirement (docs/operations.md). Say when it is not.
+      db.query<{ now: Date }>('select now() as now').then((rows) => {
+        const skewMs = clock.now().getTime() - new Date(rows[0]!.now).getTime()
+        if (Math.abs(skewMs) > 10_000) {
+          logger.warn("jobs: this process's clock differs from the database's; job leases need one clock per deployment (NTP)", { skewMs })
+        }
+      }, () => {})
       // A (re)established subscription may have missed notices: look at once.
       unlisten = await db.listen(JOBS_CHANNEL, () => schedulePass(), { onListen: () => schedulePass() })
       poll = setInterval(schedulePass, pollIntervalMs)
