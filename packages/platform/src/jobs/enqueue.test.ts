@@ -6,6 +6,7 @@ import { after, before, beforeEach, describe, test } from 'node:test'
 import { backend, createTestDb, type TestDb } from '../../test/test-db.ts'
 import type { ServiceError } from '../lib/errors.ts'
 import { insertIdempotent, payloadHash } from './enqueue.ts'
+import { reconcileActiveCounts } from './retention.ts'
 import type { NewJob } from './queries.ts'
 
 describe(`enqueue (${backend})`, () => {
@@ -82,5 +83,14 @@ describe(`enqueue (${backend})`, () => {
     assert.equal((settled.reason as ServiceError).code, 'IDEMPOTENCY_KEY_REUSED')
     await assert.rejects(insertIdempotent(t.db, job('other', { e: 1 }), 10), { code: 'JOBS_LIMIT_REACHED' })
     assert.equal(await active(), 10)
+  })
+
+  test('a drifted active-job counter (a process died between an enqueue and its give-back) is set right by the hourly reconciliation', async () => {
+    await insertIdempotent(t.db, job('one', { n: 1 }), 10)
+    await insertIdempotent(t.db, job('two', { n: 2 }), 10)
+    await t.db.query('update platform.job_namespaces set active = 7 where namespace_id = $1', [namespaceId])
+    assert.equal(await reconcileActiveCounts(t.db), 1, 'one namespace corrected')
+    assert.equal(await active(), 2)
+    assert.equal(await reconcileActiveCounts(t.db), 0, 'nothing left to correct')
   })
 })

@@ -13,7 +13,7 @@ import type { QueueDeclaration } from '../manifest/index.ts'
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from './dispatcher.ts'
 import { enqueueOnQueue, readEnqueueArgs } from './enqueue.ts'
 import { deadLetterUndeclared, findJob } from './queries.ts'
-import { purgeExpiredJobs } from './retention.ts'
+import { purgeExpiredJobs, reconcileActiveCounts } from './retention.ts'
 import { jobView, type JobView } from './views.ts'
 import type { Queryable } from '../db/db.ts'
 
@@ -122,6 +122,9 @@ export function createJobs(deps: JobsDeps): Jobs {
       const purge = () => {
         purgeExpiredJobs(deps.db, deps.clock).catch((error: unknown) =>
           deps.logger.error('jobs: the retention purge failed', { error: coerceError(error).message }))
+        reconcileActiveCounts(deps.db).then(
+          (fixed) => { if (fixed > 0) deps.logger.warn('jobs: active-job counters set right', { namespaces: fixed }) },
+          (error: unknown) => deps.logger.error('jobs: reconciling active-job counters failed', { error: coerceError(error).message }))
       }
       purge()
       purgeTimer = setInterval(purge, deps.purgeIntervalMs ?? 60 * 60 * 1000)
