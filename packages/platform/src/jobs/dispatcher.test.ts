@@ -22,6 +22,7 @@ test('a kept error message is cut at 1,000 characters', () => {
   const long = boundedError('X', 'y'.repeat(5000))
   assert.equal(long.message.length, 1000)
   assert.ok(long.message.endsWith('…'))
+  assert.equal(boundedError('X', 'a\u0000b').message, 'a\ufffdb', 'U+0000, which jsonb cannot store, is replaced')
 })
 
 test("a process whose clock is off the database's by more than 10 s says so at start (leases need one clock)", async () => {

@@ -83,7 +83,9 @@ export interface Dispatcher {
 /** Bounded error text kept on a job: the latest failure's code and message. */
 const MAX_ERROR_MESSAGE = 1000
 
-export function boundedError(code: string, message: string): JobError {
+export function boundedError(code: string, rawMessage: string): JobError {
+  // jsonb cannot hold U+0000; a Function's error message may contain it.
+  const message = rawMessage.replaceAll('\u0000', '\ufffd')
   return { code, message: message.length > MAX_ERROR_MESSAGE ? `${message.slice(0, MAX_ERROR_MESSAGE - 1)}…` : message }
 }
 

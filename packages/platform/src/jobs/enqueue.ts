@@ -53,6 +53,13 @@ function holdsBytes(value: unknown): boolean {
   return Object.values(value).some(holdsBytes)
 }
 
+/** PostgreSQL's jsonb cannot store U+0000 in a string or a key (22P05). */
+function holdsNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\u0000')
+  if (typeof value !== 'object' || value === null) return false
+  return Object.entries(value).some(([key, item]) => key.includes('\u0000') || holdsNul(item))
+}
+
 /**
  * Reads the arguments of `ctx.jobs.enqueue` as they arrive from a worker.
  *
@@ -67,6 +74,9 @@ export function readEnqueueArgs(args: readonly unknown[]): EnqueueRequest {
   }
   if (holdsBytes(payload)) {
     throw new ServiceError('JOB_PAYLOAD_INVALID', 'A job payload must be JSON; bytes cannot be queued (upload a file and queue its reference)')
+  }
+  if (holdsNul(payload)) {
+    throw new ServiceError('JOB_PAYLOAD_INVALID', 'A job payload cannot contain the character U+0000 (in a string or a key)')
   }
   const bytes = new TextEncoder().encode(JSON.stringify(payload)).byteLength
   if (bytes > JOB_LIMITS.payloadBytes) {

@@ -129,18 +129,25 @@ describe(`jobs (${backend})`, () => {
       ['work', { mode: 'ok' }, { idempotencyKey: 'a7', priority: 1 }, 400, 'VALIDATION_FAILED'],
       ['work', { mode: 'ok' }, { idempotencyKey: 'a8', files: { read: [] } }, 501, 'NOT_IMPLEMENTED'],
       ['nope', { mode: 'ok' }, { idempotencyKey: 'a9' }, 404, 'QUEUE_NOT_DECLARED'],
+      // PostgreSQL's jsonb cannot hold U+0000, in a value or a key.
+      ['work', { mode: 'ok', pad: 'a\u0000b' }, { idempotencyKey: 'n0' }, 400, 'JOB_PAYLOAD_INVALID'],
+      ['work', { mode: 'ok', deep: [{ 'k\u0000': 1 }] }, { idempotencyKey: 'n1' }, 400, 'JOB_PAYLOAD_INVALID'],
+      // The size is in UTF-8 bytes: 'é' is two.
+      ['work', { mode: 'ok', pad: '\u00e9'.repeat(32758) }, { idempotencyKey: 'n2' }, 413, 'JOB_PAYLOAD_TOO_LARGE'],
     ]
     for (const [queue, payload, options, status, code] of cases) {
       const res = await enqueue(queue, payload, options)
       assert.equal(res.status, status, `${JSON.stringify(options)}: ${JSON.stringify(res.body)}`)
       assert.equal(res.body.error.code, code)
     }
-    const [{ n }] = await h.t.db.query<{ n: number }>(`select count(*)::int as n from platform.jobs where idempotency_key like 'a_'`) as [{ n: number }]
+    const [{ n }] = await h.t.db.query<{ n: number }>(`select count(*)::int as n from platform.jobs where idempotency_key like 'a_' or idempotency_key like 'n_'`) as [{ n: number }]
     assert.equal(n, 0, 'a refused enqueue leaves no job')
     // The limits themselves are allowed.
     const largest = await enqueue('work', { mode: 'ok', pad: 'x'.repeat(65536 - 22) }, { idempotencyKey: 'b1', delaySeconds: 7 * 24 * 3600 })
     assert.equal(largest.status, 200, JSON.stringify(largest.body))
     assert.equal(largest.body.runAt, new Date(h.clock.now().getTime() + 7 * 24 * 3600 * 1000).toISOString())
+    const largestMultiByte = await enqueue('work', { mode: 'ok', pad: '\u00e9'.repeat(32757) }, { idempotencyKey: 'b2' })
+    assert.equal(largestMultiByte.status, 200, 'exactly 65,536 bytes (32,779 characters)')
   })
 
   test('a delayed job waits for its time', async () => {
