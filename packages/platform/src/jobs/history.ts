@@ -1,7 +1,8 @@
 /**
  * What owners see of an app's jobs (spec 4.1, 6.3): history pages, per-queue totals and the
  * Agent Feed signals. Everything is over the retained jobs (14 days), filtered by creation
- * time with inclusive `from`/`to`; `queue` and `state` narrow only the history rows.
+ * time with inclusive `from`/`to` (a date alone: from its start, to its end, UTC); `queue`
+ * and `state` narrow only the history rows.
  */
 import type { Queryable } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
@@ -28,22 +29,32 @@ function invalid(field: string, message: string): ServiceError {
   return new ServiceError('VALIDATION_FAILED', message, { details: { field } })
 }
 
-function readTime(value: string | undefined, field: string, fallback: Date): Date {
+const DAY_MS = 24 * 60 * 60 * 1000
+
+/**
+ * An ISO 8601 date or date-time (with an offset or Z when a time is given). Calendar
+ * overflow (2026-02-30, 24:00, :60) is refused, not rolled over. A date alone is that UTC
+ * day's start, or with `endOfDay` its last millisecond (an inclusive `to`).
+ */
+function readTime(value: string | undefined, field: string, fallback: Date, endOfDay = false): Date {
   if (value === undefined || value === '') return fallback
-  // ISO 8601 with a date and, when a time is given, an offset or Z.
-  if (!/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/.test(value)) {
-    throw invalid(field, `${field} must be an ISO 8601 date-time such as 2026-11-21T09:00:00Z`)
+  const match = /^(\d{4})-(\d{2})-(\d{2})(T([01]\d|2[0-3]):([0-5]\d)(:([0-5]\d)(\.\d{1,9})?)?(Z|[+-](?:[01]\d|2[0-3]):[0-5]\d))?$/.exec(value)
+  if (match === null) throw invalid(field, `${field} must be an ISO 8601 date-time such as 2026-11-21T09:00:00Z`)
+  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])]
+  const date = new Date(Date.UTC(year, month - 1, day))
+  if (month < 1 || month > 12 || date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) {
+    throw invalid(field, `${field} is not a calendar date`)
   }
   const at = new Date(value)
   if (Number.isNaN(at.getTime())) throw invalid(field, `${field} is not a valid date-time`)
-  return at
+  return match[4] === undefined && endOfDay ? new Date(at.getTime() + DAY_MS - 1) : at
 }
 
 /** The inclusive creation-time range: default the whole retention window up to now. */
 export function readRange(query: Pick<HistoryQuery, 'from' | 'to'>, clock: Clock): { from: Date; to: Date } {
   const now = clock.now()
   const from = readTime(query.from, 'from', new Date(now.getTime() - RETENTION_MS))
-  const to = readTime(query.to, 'to', now)
+  const to = readTime(query.to, 'to', now, true)
   if (from.getTime() > to.getTime()) throw invalid('from', 'from must not be after to')
   return { from, to }
 }

@@ -78,6 +78,15 @@ describe(`jobs owner API (${backend})`, () => {
     assert.equal(filtered.body.totals.length, 2, 'totals ignore the row filters')
   })
 
+  test('a date-only to means the end of that day (inclusive); a date-only from its start', async () => {
+    const day = created[0]!.slice(0, 10)
+    const { status, body } = await get(`/v1/apps/${SLUG}/jobs?from=${day}&to=${day}`)
+    assert.equal(status, 200, JSON.stringify(body))
+    assert.equal(body.from, `${day}T00:00:00.000Z`)
+    assert.equal(body.to, `${day}T23:59:59.999Z`)
+    assert.equal(body.jobs.length, ids.length, "the whole day's jobs")
+  })
+
   test('an app never deployed has an empty history', async () => {
     assert.equal((await h.request('/v1/apps', { token, json: { slug: 'empty-app', visibility: 'public' } })).status, 201)
     const { status, body } = await get('/v1/apps/empty-app/jobs')
@@ -86,7 +95,8 @@ describe(`jobs owner API (${backend})`, () => {
   })
 
   test('bad query parameters are refused with VALIDATION_FAILED', async () => {
-    for (const query of ['limit=0', 'limit=101', 'state=done', 'from=yesterday', 'nextCursor=abc', `from=${created[3]}&to=${created[1]}`]) {
+    const overflow = ['from=2026-02-30', 'to=2026-11-31', 'from=2026-13-01', 'to=2026-11-21T24:00:00Z', 'from=2026-11-21T12:60:00Z', 'to=2026-11-21T12:00:61Z']
+    for (const query of ['limit=0', 'limit=101', 'state=done', 'from=yesterday', 'nextCursor=abc', `from=${created[3]}&to=${created[1]}`, ...overflow]) {
       const { status, body } = await get(`/v1/apps/${SLUG}/jobs?${query}`)
       assert.equal(status, 400, query)
       assert.equal(body.error.code, 'VALIDATION_FAILED')
