@@ -2,7 +2,7 @@
 // dispatcher. One is killed (SIGKILL) during attempts and another finishes the work: every
 // job ends exactly once in a terminal state and each lost attempt counts exactly once. Two
 // processes together never run more of a queue at once than its concurrency (measured from
-// the start and end times the consumer records in its own table). PostgreSQL only: PGlite
+// the start and end times the consumer records in its own table), and both run its jobs. PostgreSQL only: PGlite
 // is one process's embedded database.
 import assert from 'node:assert/strict'
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -25,7 +25,9 @@ const PROCESS_SCRIPT = fileURLToPath(new URL('./test-process.ts', import.meta.ur
 const QUEUES: QueueDeclaration[] = [
   // Leases are the timeout plus 1 s (test-process.ts): long enough for a cold start on a busy machine.
   { name: 'crash', function: 'consume', concurrency: 4, maxAttempts: 3, retryDelaySeconds: 0, retryBackoff: false, timeoutSeconds: 8 },
-  { name: 'pair', function: 'consume', concurrency: 2, maxAttempts: 3, retryDelaySeconds: 0, retryBackoff: false, timeoutSeconds: 10 },
+  // Concurrency 3 over two processes of capacity 2: neither can run it alone (so both take
+  // part), and together they could run 4 if the claim let them.
+  { name: 'shared', function: 'consume', concurrency: 3, maxAttempts: 3, retryDelaySeconds: 0, retryBackoff: false, timeoutSeconds: 10 },
 ]
 
 const YAML = `functions:
@@ -116,8 +118,8 @@ describe(`jobs across platform processes (${backend})`, { skip: backend !== 'pos
     rmSync(bundlesDir, { recursive: true, force: true })
   })
 
-  async function startProcess(): Promise<Child> {
-    const child = spawn(process.execPath, ['--import', 'tsx', PROCESS_SCRIPT, url, bundlesDir], { cwd: REPO, stdio: ['ignore', 'pipe', 'inherit'] })
+  async function startProcess(capacity = 8): Promise<Child> {
+    const child = spawn(process.execPath, ['--import', 'tsx', PROCESS_SCRIPT, url, bundlesDir, String(capacity)], { cwd: REPO, stdio: ['ignore', 'pipe', 'inherit'] })
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
     const record = { process: child, exited }
     children.push(record)
@@ -181,17 +183,25 @@ describe(`jobs across platform processes (${backend})`, { skip: backend !== 'pos
     }
   })
 
-  test('two processes together never run more of a queue at once than its concurrency', async () => {
-    await startProcess()
-    await startProcess()
+  test('two processes together never run more of a queue at once than its concurrency, and both run its jobs', async () => {
+    const pids = [(await startProcess(2)).process.pid, (await startProcess(2)).process.pid]
     const ids = await enqueueMany(QUEUES[1]!, 12, 400)
-    await waitFor('every job to succeed', async () => (await states(ids)).every((job) => job.state === 'succeeded'))
+    const owners = new Set<string>()
+    await waitFor('every job to succeed', async () => {
+      const running = await h.t.db.query<{ lease_owner: string }>(
+        `select lease_owner from platform.jobs where id = any($1::uuid[]) and state = 'running'`, [ids])
+      for (const { lease_owner: owner } of running) owners.add(owner)
+      return (await states(ids)).every((job) => job.state === 'succeeded')
+    })
+    // A lease owner is `host:pid:random`.
+    const ran = new Set([...owners].map((owner) => Number(owner.split(':')[1])))
+    assert.deepEqual([...ran].sort(), [...pids].sort(), 'both processes ran jobs of the queue')
     const [{ most }] = (await h.t.db.query<{ most: number }>(
       `select max((select count(*) from app_crashy.runs b
-                    where b.queue = 'pair' and b.started_at <= a.started_at and b.ended_at > a.started_at))::int as most
-         from app_crashy.runs a where a.queue = 'pair'`)) as [{ most: number }]
-    assert.ok(most >= 1 && most <= 2, `at most 2 ran at once (measured ${most})`)
-    const runs = await h.t.db.query(`select 1 from app_crashy.runs where queue = 'pair'`)
+                    where b.queue = 'shared' and b.started_at <= a.started_at and b.ended_at > a.started_at))::int as most
+         from app_crashy.runs a where a.queue = 'shared'`)) as [{ most: number }]
+    assert.ok(most >= 1 && most <= 3, `at most 3 ran at once (measured ${most})`)
+    const runs = await h.t.db.query(`select 1 from app_crashy.runs where queue = 'shared'`)
     assert.equal(runs.length, 12, 'each job ran once')
   })
 })

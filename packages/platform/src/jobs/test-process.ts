@@ -1,6 +1,6 @@
 /**
  * Test support: a platform process for the multi-process jobs tests. Run as
- * `node --import tsx test-process.ts <database url> <bundles dir>`; it opens the database,
+ * `node --import tsx test-process.ts <database url> <bundles dir> [capacity]`; it opens the database,
  * starts the jobs dispatcher with a short lease grace and poll, prints `ready` and runs
  * until it is killed (SIGKILL in the crash test) or sent SIGTERM.
  */
@@ -10,7 +10,7 @@ import { systemClock } from '../lib/clock.ts'
 import { createLogger } from '../lib/logger.ts'
 import { createPlatform } from '../platform.ts'
 
-const [url, bundlesDir] = process.argv.slice(2)
+const [url, bundlesDir, capacity] = process.argv.slice(2)
 if (!url || !bundlesDir) throw new Error('usage: test-process.ts <database url> <bundles dir>')
 const db = openPostgres({ url, maxConnections: 4 })
 const platform = createPlatform({
@@ -21,7 +21,7 @@ const platform = createPlatform({
   clock: systemClock,
   logger: createLogger({ level: 'error' }),
   operatorKey: 'svc_operator_unused',
-  jobs: { leaseGraceSeconds: 1, pollIntervalMs: 100, capacity: 8 },
+  jobs: { leaseGraceSeconds: 1, pollIntervalMs: 100, capacity: Number(capacity ?? 8) },
 })
 await platform.jobs.start()
 process.stdout.write('ready\n')
