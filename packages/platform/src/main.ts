@@ -64,7 +64,8 @@ platform.cron.start()
  * One shutdown step, bounded: a step that fails or hangs is logged and the shutdown goes
  * on, so the database is always closed (PGlite flushed) and the process always exits.
  */
-async function shutdownStep(name: string, limitMs: number, run: () => Promise<unknown>): Promise<void> {
+async function shutdownStep(step: { name: string; limitMs: number }, run: () => Promise<unknown>): Promise<void> {
+  const { name, limitMs } = step
   let timer: ReturnType<typeof setTimeout> | undefined
   const outcome = await Promise.race([
     run().then(() => 'done', (error: unknown) => `failed: ${error instanceof Error ? error.message : String(error)}`),
@@ -83,11 +84,11 @@ async function shutdown(signal: string) {
   logger.info('shutting down', { signal })
   clearInterval(deadlines)
   clearInterval(logRetention)
-  await shutdownStep('cron', 3_000, () => platform.cron.stop())
-  await shutdownStep('jobs', 21_000, () => platform.jobs.stop())
+  await shutdownStep({ name: 'cron', limitMs: 3_000 }, () => platform.cron.stop())
+  await shutdownStep({ name: 'jobs', limitMs: 21_000 }, () => platform.jobs.stop())
   server.close()
-  await shutdownStep('platform', 3_000, () => platform.close())
-  await shutdownStep('database', 10_000, () => db.close())
+  await shutdownStep({ name: 'platform', limitMs: 3_000 }, () => platform.close())
+  await shutdownStep({ name: 'database', limitMs: 10_000 }, () => db.close())
   process.exit(0)
 }
 process.on('SIGINT', () => void shutdown('SIGINT'))

@@ -36,7 +36,8 @@ const DAY_MS = 24 * 60 * 60 * 1000
  * overflow (2026-02-30, 24:00, :60) is refused, not rolled over. A date alone is that UTC
  * day's start, or with `endOfDay` its last millisecond (an inclusive `to`).
  */
-function readTime(value: string | undefined, field: string, fallback: Date, endOfDay = false): Date {
+function readTime(value: string | undefined, options: { field: string; fallback: Date; endOfDay?: boolean }): Date {
+  const { field, fallback, endOfDay = false } = options
   if (value === undefined || value === '') return fallback
   const match = /^(\d{4})-(\d{2})-(\d{2})(T([01]\d|2[0-3]):([0-5]\d)(:([0-5]\d)(\.\d{1,9})?)?(Z|[+-](?:[01]\d|2[0-3]):[0-5]\d))?$/.exec(value)
   if (match === null) throw invalid(field, `${field} must be an ISO 8601 date-time such as 2026-11-21T09:00:00Z`)
@@ -53,8 +54,8 @@ function readTime(value: string | undefined, field: string, fallback: Date, endO
 /** The inclusive creation-time range: default the whole retention window up to now. */
 export function readRange(query: Pick<HistoryQuery, 'from' | 'to'>, clock: Clock): { from: Date; to: Date } {
   const now = clock.now()
-  const from = readTime(query.from, 'from', new Date(now.getTime() - RETENTION_MS))
-  const to = readTime(query.to, 'to', now, true)
+  const from = readTime(query.from, { field: 'from', fallback: new Date(now.getTime() - RETENTION_MS) })
+  const to = readTime(query.to, { field: 'to', fallback: now, endOfDay: true })
   if (from.getTime() > to.getTime()) throw invalid('from', 'from must not be after to')
   return { from, to }
 }
