@@ -58,7 +58,7 @@ export interface PlatformDeps {
 
 export interface Platform {
   /** Handles one HTTP request (any host). */
-  fetch(request: Request): Promise<Response>
+  fetch(request: Request, env?: unknown): Promise<Response>
   urls: ReturnType<typeof hostUrls>
   /** The Functions runtime (jobs and cron run Functions through it in-process). */
   functions: FunctionHost
@@ -83,6 +83,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const jwtKey = deriveKey(deps.masterKey, 'access-token-jwt')
   const sessions: AppSessionDeps = { db, clock, key: deriveKey(deps.masterKey, 'encryption'), ...deps.sessions }
   const revealKey = deriveKey(deps.masterKey, 'app-token-reveal')
+  const trustProxy = deps.config.trustProxy ?? false
   const secrets = createSecretStore({ db, clock, key: deriveKey(deps.masterKey, 'app-secrets') })
 
   const base = new Hono()
@@ -91,10 +92,10 @@ export function createPlatform(deps: PlatformDeps): Platform {
   base.route('/v1/operator', operatorRoutes({ db, clock, operatorKey: deps.operatorKey }))
   base.route('/v1/me/token', meTokenRoutes({ db, clock }))
   base.route('/v1/me', meRoutes({ db, clock }))
-  base.route('/v1/cli/logins', cliLoginRoutes({ db, clock, urls }))
-  base.route('/v1/app-token-requests', appTokenRequestRoutes({ db, clock, urls }))
+  base.route('/v1/cli/logins', cliLoginRoutes({ db, clock, urls, trustProxy }))
+  base.route('/v1/app-token-requests', appTokenRequestRoutes({ db, clock, urls, trustProxy }))
   base.route('/_dev/mail', devMailRoutes({ db, production: deps.config.production }))
-  base.route('/v1/onboarding', onboardingRoutes({ db, clock, mailer, urls }))
+  base.route('/v1/onboarding', onboardingRoutes({ db, clock, mailer, urls, trustProxy }))
   base.route('/v1/organisation', organisationRoutes({ db, clock, mailer, urls }))
   const owner = new Hono<OwnerEnv>()
   owner.use('*', requireOwner({ db, clock }))
@@ -113,7 +114,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const auth = authRoutes({
     db, clock, logger, mailer, urls, cookies, registration: deps.config.registration,
     ...(deps.config.signInLimits ? { limits: deps.config.signInLimits } : {}),
-    trustProxy: deps.config.trustProxy ?? false,
+    trustProxy,
   })
   auth.route('/', appTokenPages({ db, clock, logger, urls, cookies, revealKey }))
   auth.route('/', cliLoginPages({ db, clock, logger, urls, cookies }))
@@ -151,7 +152,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
 
   const http = createHttpApp({ baseUrl: deps.config.baseUrl, hosts: { base, auth, app }, logger, production: deps.config.production })
   return {
-    fetch: async (request) => http.fetch(request),
+    fetch: async (request, env) => http.fetch(request, env),
     urls,
     functions,
     jobs,

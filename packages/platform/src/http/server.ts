@@ -44,15 +44,16 @@ export function createHttpApp(deps: { baseUrl: URL; hosts: HostApps; logger: Log
   const hosts = { base: wrap(deps.hosts.base), auth: wrap(deps.hosts.auth), app: wrap(deps.hosts.app) }
   // The dispatcher is a plain function, not another Hono app: one routing pass per request.
   return {
-    fetch(request: Request): Response | Promise<Response> {
+    /** `env` is @hono/node-server's (the socket), which per-client rate limits read the address from. */
+    fetch(request: Request, env?: unknown): Response | Promise<Response> {
       const target = classifyHost(request.headers.get('host') ?? new URL(request.url).host, deps.baseUrl)
       switch (target.kind) {
         case 'base':
-          return hosts.base.fetch(request)
+          return hosts.base.fetch(request, env)
         case 'auth':
-          return hosts.auth.fetch(request)
+          return hosts.auth.fetch(request, env)
         case 'app':
-          return hosts.app.fetch(request)
+          return hosts.app.fetch(request, env)
         case 'unknown':
           return Response.json({ error: { code: 'HOST_NOT_FOUND', message: 'this platform does not serve that host' } }, { status: 404 })
       }

@@ -76,11 +76,11 @@ export function appTokenRoutes(deps: AppTokenRouteDeps) {
 }
 
 /** Agent API (no credentials): `POST /` files a request, `POST /:id/poll` reads its state. */
-export function appTokenRequestRoutes(deps: Omit<AppTokenRouteDeps, 'revealKey'>) {
+export function appTokenRequestRoutes(deps: Omit<AppTokenRouteDeps, 'revealKey'> & { trustProxy?: boolean }) {
   const { db, clock } = deps
   const routes = new Hono()
   // Unauthenticated: bounded per client address so nobody can flood it.
-  routes.post('/', limitPerClient({ db: deps.db, clock: deps.clock }, { name: 'app-token-request-client', limit: 30, windowSeconds: 15 * 60 }))
+  routes.post('/', limitPerClient({ db: deps.db, clock: deps.clock, trustProxy: deps.trustProxy ?? false }, { name: 'app-token-request-client', limit: 30, windowSeconds: 15 * 60 }))
 
   routes.post('/', async (c) => {
     const body = await readObject(c, 4096)

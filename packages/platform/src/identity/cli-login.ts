@@ -122,11 +122,11 @@ export async function pollCliLogin(
 }
 
 /** `{base_url}/v1/cli/logins`: start (no credentials) and poll (the poll secret). */
-export function cliLoginRoutes(deps: { db: Db; clock: Clock; urls: HostUrls }) {
+export function cliLoginRoutes(deps: { db: Db; clock: Clock; urls: HostUrls; trustProxy?: boolean }) {
   const { db, clock } = deps
   const routes = new Hono()
   // Unauthenticated: bounded per client address so nobody can flood it.
-  routes.post('/', limitPerClient({ db: deps.db, clock: deps.clock }, { name: 'cli-login-client', limit: 30, windowSeconds: 15 * 60 }))
+  routes.post('/', limitPerClient({ db: deps.db, clock: deps.clock, trustProxy: deps.trustProxy ?? false }, { name: 'cli-login-client', limit: 30, windowSeconds: 15 * 60 }))
   routes.post('/', async (c) => {
     const login = await startCliLogin(db, clock)
     return c.json({

@@ -17,11 +17,11 @@ import { createOnboarding, pollOnboarding } from './onboarding.ts'
 import { startRequest } from './sign-in-requests.ts'
 import { createUser, findUserByEmail, normaliseEmail } from './users.ts'
 
-export function onboardingRoutes(deps: { db: Db; clock: Clock; mailer: Mail; urls: HostUrls }) {
+export function onboardingRoutes(deps: { db: Db; clock: Clock; mailer: Mail; urls: HostUrls; trustProxy?: boolean }) {
   const { db, clock } = deps
   const routes = new Hono()
   // Unauthenticated: bounded per client address so nobody can flood it.
-  routes.post('/', limitPerClient({ db: deps.db, clock: deps.clock }, { name: 'onboarding-client', limit: 30, windowSeconds: 15 * 60 }))
+  routes.post('/', limitPerClient({ db: deps.db, clock: deps.clock, trustProxy: deps.trustProxy ?? false }, { name: 'onboarding-client', limit: 30, windowSeconds: 15 * 60 }))
   const limiter = createRateLimiter({ db, clock })
 
   routes.post('/', async (c) => {
