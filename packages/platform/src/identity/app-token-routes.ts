@@ -65,9 +65,8 @@ export function appTokenRoutes(deps: AppTokenRouteDeps) {
   routes.delete('/:appId/access-tokens/:tokenId', async (c) => {
     const app = await getOwnedApp(db, c.var.user, c.req.param('appId'))
     requireConfirmed(c.var.user)
-    if (!(await revokeAppToken(db, clock, { appId: app.id, tokenId: c.req.param('tokenId') }))) {
-      throw new ServiceError('NOT_FOUND', 'no such active access token for this app')
-    }
+    const revoked = await revokeAppToken(db, clock, { appId: app.id, tokenId: c.req.param('tokenId') })
+    if (!revoked) throw new ServiceError('NOT_FOUND', 'no such active access token for this app')
     dropLocal(db, APP_CHANGED)
     return c.body(null, 204)
   })

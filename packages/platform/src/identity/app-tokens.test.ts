@@ -77,6 +77,8 @@ describe(`app access tokens (${backend})`, () => {
 
     const revoke = () => h.request(`/v1/apps/vault/access-tokens/${body.token.id}`, { token: owner.token, method: 'DELETE' })
     assert.equal((await revoke()).status, 204)
+    const reveals = await h.t.db.query<{ sealed: boolean }>('select secret_enc is not null as sealed from platform.app_token_reveals where token_id = $1', [body.token.id])
+    assert.deepEqual(reveals.map((r) => r.sealed), [false], 'the pending reveal is burnt with the revocation')
     const after = (await (await h.request('/v1/apps/vault/access-tokens', { token: owner.token })).json()) as { tokens: { id: string }[] }
     assert.ok(!after.tokens.some((t) => t.id === body.token.id))
     const again = await revoke()

@@ -1,10 +1,11 @@
 /**
  * App access tokens (`svc_app_…`, spec 2.3): one deployed app's programmatic credential that
  * acts as the app's owner on runtime APIs only (the control plane refuses it). The value is
- * shown once and only its SHA-256 is stored. Every request revalidates the token: it must
- * be unrevoked, its creator must still own the app and that owner's email must be
- * confirmed, so revocation, an ownership change or a lost confirmation bite on the very next
- * request.
+ * shown once and only its SHA-256 is stored. Every request checks the token: it must be
+ * unrevoked, its creator must still own the app and that owner's email must be confirmed.
+ * Verified tokens are cached per process (lib/notified-cache.ts): a revocation, an ownership
+ * change or a lost confirmation bites on the next request in the process that made it, and
+ * in every other process within the change-notice delay.
  *
  * Two ways to hand the value to a person, neither of which puts it in an API response:
  * - the owner API creates a token and returns a one-time reveal link (15 minutes) that shows
@@ -140,14 +141,18 @@ export async function listAppTokens(db: Queryable, appId: string): Promise<AppTo
  */
 export async function revokeAppToken(db: Queryable, clock: Clock, input: { appId: string; tokenId: string }): Promise<boolean> {
   if (!isUuid(input.tokenId)) return false
+  // One statement: the revocation, the burnt reveal and the notice commit together or not at all.
   const rows = await db.query(
-    `update platform.app_access_tokens set revoked_at = $3
-      where id = $1 and app_id = $2 and revoked_at is null
-     returning id, pg_notify($4, 'token:' || id::text)::text as notified`,
+    `with revoked as (
+       update platform.app_access_tokens set revoked_at = $3
+        where id = $1 and app_id = $2 and revoked_at is null
+       returning id, pg_notify($4, 'token:' || id::text)::text as notified
+     ), burned as (
+       update platform.app_token_reveals set secret_enc = null where token_id in (select id from revoked)
+     )
+     select id from revoked`,
     [input.tokenId, input.appId, clock.now(), APP_CHANGED])
-  if (rows.length === 0) return false
-  await db.query('update platform.app_token_reveals set secret_enc = null where token_id = $1', [input.tokenId])
-  return true
+  return rows.length > 0
 }
 
 export interface VerifiedAppToken {
