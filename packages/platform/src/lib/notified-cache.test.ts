@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
+import net from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { backend, createTestDb, type TestDb } from '../../test/test-db.ts'
 import { openPostgres } from '../db/postgres.ts'
-import type { Db } from '../db/db.ts'
+import { first, type Db } from '../db/db.ts'
 import { ManualClock } from './clock.ts'
-import { announceChange, createNotifiedCache, dropLocal } from './notified-cache.ts'
+import { announceChange, createNotifiedCache, dropLocal, PING_EVERY_MS, PING_WITHIN_MS } from './notified-cache.ts'
 
 const CHANNEL = 'test_cache_changed'
 
@@ -14,19 +15,56 @@ function loader(initial: string | null) {
   return { calls, load: async () => { calls.count++; return calls.value } }
 }
 
-async function eventually(check: () => Promise<boolean>, what: string) {
-  for (let i = 0; i < 250; i++) {
+async function eventually(check: () => Promise<boolean>, what: string, withinMs = 5_000) {
+  for (const end = Date.now() + withinMs; Date.now() < end;) {
     if (await check()) return
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
   assert.fail(`never happened: ${what}`)
 }
 
+/**
+ * A TCP proxy to `target` that can freeze: it then holds every byte in both directions without
+ * closing a socket (a network that went silent), and forwards them in order once thawed.
+ */
+async function freezableProxy(target: URL) {
+  let frozen = false
+  const held: Array<() => void> = []
+  const sockets = new Set<net.Socket>()
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port || 5432), target.hostname)
+    for (const [from, to] of [[client, upstream], [upstream, client]] as const) {
+      sockets.add(from)
+      from.on('data', (chunk) => (frozen ? held.push(() => to.write(chunk)) : to.write(chunk)))
+      from.on('error', () => {})
+      from.on('close', () => to.destroy())
+    }
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const url = new URL(target)
+  url.hostname = '127.0.0.1'
+  url.port = String((server.address() as net.AddressInfo).port)
+  return {
+    url: url.toString(),
+    freeze: () => void (frozen = true),
+    thaw() {
+      frozen = false
+      for (const forward of held.splice(0)) forward()
+    },
+    async close() {
+      for (const socket of sockets) socket.destroy()
+      await new Promise((resolve) => server.close(resolve))
+    },
+  }
+}
+
 describe(`in-process caches dropped by change notices (${backend})`, () => {
   let t: TestDb
   const clock = new ManualClock('2026-11-21T12:00:00Z')
-  const cache = (db: Db = t.db, options: { maxEntries?: number } = {}) =>
-    createNotifiedCache<string>({ db, clock, channel: CHANNEL, maxEntries: options.maxEntries ?? 100, maxAgeMs: 30_000 })
+  const cache = (db: Db = t.db, options: { maxEntries?: number; channel?: string } = {}) =>
+    createNotifiedCache<string>({
+      db, clock, channel: options.channel ?? CHANNEL, maxEntries: options.maxEntries ?? 100, maxAgeMs: 30_000,
+    })
   before(async () => {
     t = await createTestDb()
   })
@@ -103,6 +141,41 @@ describe(`in-process caches dropped by change notices (${backend})`, () => {
     await c.close()
   })
 
+  test('an entry stored before the clock stepped back counts as expired, so none outlives maxAgeMs', async () => {
+    const c = cache()
+    await c.listening()
+    const { calls, load } = loader('v')
+    await c.get('k', load)
+    clock.advance(-60_000)
+    await c.get('k', load)
+    assert.equal(calls.count, 2, 'the negative age was not served')
+    await c.get('k', load)
+    assert.equal(calls.count, 2, 'the entry stored at the new time is kept')
+    clock.advance(60_000)
+    await c.close()
+  })
+
+  test('heartbeat pings on the channel do not empty a cache; any other payload does', async () => {
+    const c = cache()
+    const witness = cache(t.db, { channel: 'test_cache_witness' })
+    await c.listening()
+    await witness.listening()
+    const { calls, load } = loader('v')
+    const seen = loader('w')
+    await c.get('k', load)
+    await witness.get('k', seen.load)
+    await t.db.transaction((tx) => announceChange(tx, CHANNEL, 'ping:another-process:7'))
+    // Notices reach one listener in commit order: once the witness hears the later one, c heard the ping.
+    await t.db.transaction((tx) => announceChange(tx, 'test_cache_witness', 'x'))
+    await eventually(async () => { await witness.get('k', seen.load); return seen.calls.count === 2 }, 'the witness heard its notice')
+    await c.get('k', load)
+    assert.equal(calls.count, 1, 'the ping did not empty the cache')
+    await t.db.transaction((tx) => announceChange(tx, CHANNEL, 'pin'))
+    await eventually(async () => { await c.get('k', load); return calls.count === 2 }, 'a real notice emptied it')
+    await c.close()
+    await witness.close()
+  })
+
   test('a closed cache keeps nothing and dropLocal no longer reaches it', async () => {
     const c = cache()
     await c.listening()
@@ -143,6 +216,51 @@ describe(`in-process caches dropped by change notices (${backend})`, () => {
       await c.close()
     } finally {
       await other.close()
+    }
+  })
+
+  test('a cache whose LISTEN goes silent (a network frozen without closing sockets) serves no hits within the heartbeat bound, and keeps entries again once it hears', { skip: backend !== 'postgres' && 'PostgreSQL only: PGlite notices never leave the process' }, async () => {
+    await t.db.exec(`create table public.cache_rows (id int primary key, value text not null);
+                     insert into public.cache_rows values (1, 'valid')`)
+    const proxy = await freezableProxy(new URL(t.url!))
+    const other = openPostgres({ url: proxy.url, maxConnections: 2 }) // another process, behind that network
+    try {
+      const c = cache(other)
+      await c.listening()
+      let reads = 0
+      const load = async () => {
+        reads++
+        return (await first<{ value: string }>(t.db, 'select value from public.cache_rows where id = 1'))!.value
+      }
+      assert.equal(await c.get('k', load), 'valid')
+      assert.equal(await c.get('k', load), 'valid')
+      assert.equal(reads, 1, 'kept while the LISTEN hears')
+
+      proxy.freeze()
+      await t.db.transaction(async (tx) => {
+        await tx.query(`update public.cache_rows set value = 'revoked' where id = 1`)
+        await announceChange(tx, CHANNEL, 'k')
+      })
+      assert.equal(await c.get('k', load), 'valid', 'the notice is held by the frozen network')
+      await eventually(async () => (await c.get('k', load)) === 'revoked', 'the silent LISTEN was noticed',
+        PING_EVERY_MS + PING_WITHIN_MS + 5_000)
+      const degraded = reads
+      await c.get('k', load)
+      await c.get('k', load)
+      assert.equal(reads, degraded + 2, 'nothing is kept while no ping comes back')
+
+      proxy.thaw()
+      await eventually(async () => {
+        const before = reads
+        await c.get('k', load)
+        await c.get('k', load)
+        return reads === before + 1
+      }, 'entries are kept again once a ping came back', PING_EVERY_MS + PING_WITHIN_MS + 5_000)
+      await c.close()
+    } finally {
+      proxy.thaw()
+      await other.close()
+      await proxy.close()
     }
   })
 })

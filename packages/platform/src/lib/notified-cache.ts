@@ -7,23 +7,53 @@
  *   of it at commit, and none hears of a change that rolled back;
  * - after the commit it calls `dropLocal`, so this process's very next request reads the new
  *   state (its own LISTEN connection hears the NOTIFY only a moment later);
- * - a cache keeps entries only while its LISTEN is in place, empties itself whenever the
- *   subscription is (re)established (notices sent while it was down are lost), drops all
- *   entries on any notice on its channel, and keeps no entry longer than `maxAgeMs` whatever
- *   happens (a bound on staleness if a writer ever forgets to announce).
+ * - a cache drops all entries on any notice on its channel, empties itself whenever the
+ *   subscription is (re)established (notices sent while it was down are lost), and keeps no
+ *   entry longer than `maxAgeMs` whatever happens (a bound on staleness if a writer ever
+ *   forgets to announce);
+ * - a cache keeps entries only while its LISTEN is shown to hear: on PostgreSQL a heartbeat
+ *   (one per Db) sends a ping notice on each channel every `PING_EVERY_MS` through the pool,
+ *   and a cache whose LISTEN has not heard it back within `PING_WITHIN_MS` (a connection a
+ *   NAT or a failover silenced without closing it) empties itself and serves and keeps
+ *   nothing until a ping comes back. PGlite runs none: its notices never leave the process.
  *
  * A lookup that was already reading when a change was announced does not store what it read
  * (a generation counter), so a cache never keeps a value older than the last notice.
  */
+import { randomUUID } from 'node:crypto'
 import type { Db, Queryable } from '../db/db.ts'
 import type { Clock } from './clock.ts'
 
-interface Droppable {
+/** How often each Db pings its channels, and how soon its LISTEN must hear the ping back. */
+export const PING_EVERY_MS = 5_000
+export const PING_WITHIN_MS = 3_000
+/** Heartbeat payloads start with this; caches never drop entries for them. */
+const PING = 'ping:'
+const MAX_PINGS_IN_FLIGHT = 3
+
+interface Member {
+  readonly channel: string
+  /** Empties the cache (a change notice, `dropLocal`, a lost or silent LISTEN). */
   clear(): void
+  /** Whether its LISTEN is in place, so the heartbeat must prove it still hears. */
+  subscribed(): boolean
+  /** The heartbeat's check: ping `seq` should have come back by now. */
+  expect(seq: number): void
 }
 
-/** The caches of this process, by the Db they read and their channel (for `dropLocal`). */
-const local = new WeakMap<Db, Map<string, Set<Droppable>>>()
+/** The caches of this process on one Db, by channel (for `dropLocal`), and its heartbeat. */
+interface Watch {
+  readonly byChannel: Map<string, Set<Member>>
+  /** Names this Db's pings (a process may hold several Dbs on one server). */
+  readonly id: string
+  /** The number of the last ping sent. */
+  seq: number
+  /** Pings whose statement has not completed (a stalled pool holds them). */
+  inFlight: number
+  timer: ReturnType<typeof setTimeout> | null
+}
+
+const watches = new WeakMap<Db, Watch>()
 
 /** Tells every process, when the surrounding transaction commits, that `channel`'s rows changed. */
 export async function announceChange(tx: Queryable, channel: string, payload: string): Promise<void> {
@@ -32,7 +62,54 @@ export async function announceChange(tx: Queryable, channel: string, payload: st
 
 /** After committing a change: empties this process's caches on `channel` over `db` now. */
 export function dropLocal(db: Db, channel: string): void {
-  for (const cache of local.get(db)?.get(channel) ?? []) cache.clear()
+  for (const cache of watches.get(db)?.byChannel.get(channel) ?? []) cache.clear()
+}
+
+function watchOf(db: Db): Watch {
+  let watch = watches.get(db)
+  if (!watch) {
+    watch = { byChannel: new Map(), id: randomUUID().slice(0, 8), seq: 0, inFlight: 0, timer: null }
+    watches.set(db, watch)
+  }
+  return watch
+}
+
+/** Starts `db`'s heartbeat unless it runs (PGlite needs none). */
+function startHeartbeat(db: Db, watch: Watch): void {
+  if (db.kind === 'pglite' || watch.timer) return
+  watch.timer = setTimeout(() => ping(db, watch), PING_EVERY_MS - PING_WITHIN_MS)
+  watch.timer.unref()
+}
+
+/** Pings every channel a subscribed cache listens on, then checks the ping came back to each. */
+function ping(db: Db, watch: Watch): void {
+  const members = [...watch.byChannel.values()].flatMap((caches) => [...caches]).filter((cache) => cache.subscribed())
+  if (members.length === 0) {
+    watch.timer = null
+    return
+  }
+  // A stalled pool holds pings unanswered: at most a few wait at once, and their numbers stay unheard.
+  if (watch.inFlight < MAX_PINGS_IN_FLIGHT) {
+    watch.inFlight++
+    const channels = [...new Set(members.map((cache) => cache.channel))]
+    db.query('select pg_notify(channel, $2) from unnest($1::text[]) as channel', [channels, `${PING}${watch.id}:${++watch.seq}`])
+      .catch(() => {})
+      .finally(() => watch.inFlight--)
+  }
+  const seq = watch.seq
+  watch.timer = setTimeout(() => {
+    for (const cache of members) cache.expect(seq)
+    watch.timer = setTimeout(() => ping(db, watch), PING_EVERY_MS - PING_WITHIN_MS)
+    watch.timer.unref()
+  }, PING_WITHIN_MS)
+  watch.timer.unref()
+}
+
+function leave(watch: Watch, member: Member): void {
+  watch.byChannel.get(member.channel)?.delete(member)
+  if ([...watch.byChannel.values()].some((caches) => caches.size > 0) || !watch.timer) return
+  clearTimeout(watch.timer)
+  watch.timer = null
 }
 
 export interface NotifiedCache<V> {
@@ -59,32 +136,57 @@ export function createNotifiedCache<V>(deps: {
   const { db, clock, channel } = deps
   const entries = new Map<string, { value: V; storedAt: number }>()
   let generation = 0
-  let state: 'idle' | 'subscribing' | 'listening' | 'closed' = 'idle'
+  // 'degraded': subscribed, but the heartbeat's last ping did not come back in time.
+  let state: 'idle' | 'subscribing' | 'listening' | 'degraded' | 'closed' = 'idle'
   let unlisten: (() => Promise<void>) | null = null
-  const self: Droppable = {
+  const watch = watchOf(db)
+  /** The latest ping of this Db heard on this cache's LISTEN (or sent before it was (re)established). */
+  let heard = 0
+  const self: Member = {
+    channel,
     clear() {
       generation++
       entries.clear()
     },
+    subscribed: () => state === 'listening' || state === 'degraded',
+    expect(seq) {
+      if (state !== 'listening' || heard >= seq) return
+      state = 'degraded'
+      self.clear()
+    },
   }
+  const byChannel = watch.byChannel.get(channel) ?? new Set<Member>()
+  watch.byChannel.set(channel, byChannel)
+  byChannel.add(self)
 
-  const byChannel = local.get(db) ?? new Map<string, Set<Droppable>>()
-  local.set(db, byChannel)
-  const registered = byChannel.get(channel) ?? new Set<Droppable>()
-  byChannel.set(channel, registered)
-  registered.add(self)
+  function onNotice(payload: string) {
+    if (!payload.startsWith(PING)) return self.clear()
+    const [id, seq] = payload.slice(PING.length).split(':')
+    if (id !== watch.id) return
+    heard = Math.max(heard, Number(seq))
+    if (state !== 'degraded') return
+    state = 'listening'
+    self.clear()
+  }
+  function onListen() {
+    heard = watch.seq
+    if (state === 'degraded') state = 'listening'
+    self.clear()
+  }
 
   // Subscribes on first use (nothing connects at construction); until the LISTEN is in place
   // lookups read through without storing. A failed subscription is retried on a later lookup.
   let subscription: Promise<void> | null = null
   function subscribe(): Promise<void> {
     state = 'subscribing'
-    subscription = db.listen(channel, () => self.clear(), { onListen: () => self.clear() }).then(
+    subscription = db.listen(channel, onNotice, { onListen }).then(
       (stop) => {
         if (state === 'closed') return void stop().catch(() => {})
         unlisten = stop
+        heard = watch.seq
         self.clear()
         state = 'listening'
+        startHeartbeat(db, watch)
       },
       (error: unknown) => {
         if (state === 'subscribing') state = 'idle'
@@ -101,7 +203,8 @@ export function createNotifiedCache<V>(deps: {
       if (state === 'idle') void subscribe()
       const now = clock.now().getTime()
       const hit = entries.get(key)
-      if (hit && now - hit.storedAt < deps.maxAgeMs) return hit.value
+      // A negative age (the clock stepped back) counts as expired, so no entry outlives maxAgeMs.
+      if (hit && now >= hit.storedAt && now - hit.storedAt < deps.maxAgeMs) return hit.value
       const before = generation
       const value = await load()
       if (value === null) {
@@ -120,7 +223,7 @@ export function createNotifiedCache<V>(deps: {
     async close() {
       state = 'closed'
       self.clear()
-      registered.delete(self)
+      leave(watch, self)
       const stop = unlisten
       unlisten = null
       if (stop) await stop().catch(() => {})
