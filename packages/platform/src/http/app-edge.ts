@@ -131,7 +131,8 @@ export function appEdge(deps: EdgeDeps) {
     if (authorization) {
       const match = /^Bearer ([^\s]+)$/i.exec(authorization)
       if (match?.[1]?.startsWith(APP_TOKEN_PREFIX)) {
-        // Revalidated on every request: revoked, other app, or owner no longer confirmed → 401.
+        // Revoked, other app, or owner no longer confirmed → 401, within the change-notice delay
+        // (identity/app-tokens.ts caches a verified token until the next notice).
         const verified = await deps.appTokens.verify(match[1])
         if (!verified || verified.app.id !== app.id) {
           throw new ServiceError('AUTH_REQUIRED', 'the app access token is not valid for this app')

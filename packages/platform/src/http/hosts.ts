@@ -30,10 +30,13 @@ export function hostUrls(baseUrl: URL): HostUrls {
 /** Classified Host headers (a handful in practice; emptied when full, so a flood of made-up hosts stays bounded). */
 const classified = new Map<string, HostTarget>()
 const MAX_CLASSIFIED = 1000
+/** Longer Host headers (a DNS name has at most 253 characters) are classified each time, never remembered. */
+const MAX_REMEMBERED_HOST = 255
 
 /** What a Host header names under `baseUrl`; remembered, since every request asks (twice for an app). */
 export function classifyHost(hostHeader: string | undefined, baseUrl: URL): HostTarget {
   if (!hostHeader) return { kind: 'unknown' }
+  if (hostHeader.length > MAX_REMEMBERED_HOST) return Object.freeze(classify(hostHeader, baseUrl))
   const key = `${baseUrl.href} ${hostHeader}`
   let target = classified.get(key)
   if (!target) {

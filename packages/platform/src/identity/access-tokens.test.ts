@@ -40,4 +40,16 @@ describe('access tokens verified once are remembered, within their limits', () =
     })
     assert.equal(await verify(foreign, 'app-1'), null)
   })
+
+  test('with a full memory, old and new tokens are still accepted for their app only', async () => {
+    const clock = new ManualClock('2026-11-21T12:00:00Z')
+    const verify = createAccessTokenVerifier(key, clock, { maxEntries: 1 })
+    const first = await mint(clock)
+    const second = await mint(clock, 'app-2')
+    assert.ok(await verify(first, 'app-1'))
+    assert.ok(await verify(second, 'app-2'))
+    assert.ok(await verify(first, 'app-1'))
+    assert.equal(await verify(second, 'app-1'), null)
+    assert.ok(await verify(second, 'app-2'))
+  })
 })

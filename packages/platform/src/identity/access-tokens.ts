@@ -5,6 +5,7 @@
  */
 import { SignJWT, jwtVerify, errors as joseErrors } from 'jose'
 import type { Clock } from '../lib/clock.ts'
+import { sha256 } from '../lib/crypto.ts'
 
 export interface AccessClaims {
   sub: string
@@ -62,15 +63,18 @@ export async function verifyAccessToken(key: Uint8Array, clock: Clock, token: st
  */
 export function createAccessTokenVerifier(key: Uint8Array, clock: Clock, options: { maxEntries?: number } = {}) {
   const maxEntries = options.maxEntries ?? 10_000
+  // Keyed by the token's SHA-256, never its value; beyond maxEntries the oldest is forgotten.
   const verified = new Map<string, { claims: AccessClaims; appId: string; expiresAtMs: number }>()
   return async (token: string, appId: string): Promise<AccessClaims | null> => {
-    const hit = verified.get(token)
+    const hash = sha256(token).toString('base64')
+    const hit = verified.get(hash)
     if (hit && hit.appId === appId && clock.now().getTime() < hit.expiresAtMs) return hit.claims
     const claims = await verifyAccessToken(key, clock, token, appId)
     const exp = (claims as { exp?: unknown } | null)?.exp
     if (claims && typeof exp === 'number') {
-      if (verified.size >= maxEntries) verified.clear()
-      verified.set(token, { claims: Object.freeze(claims), appId, expiresAtMs: exp * 1000 })
+      verified.delete(hash)
+      if (verified.size >= maxEntries) verified.delete(verified.keys().next().value!)
+      verified.set(hash, { claims: Object.freeze(claims), appId, expiresAtMs: exp * 1000 })
     }
     return claims
   }
