@@ -55,6 +55,11 @@ interface Watch {
 
 const watches = new WeakMap<Db, Watch>()
 
+/** Whether a notice is a heartbeat's ping rather than a change. */
+export function isPing(payload: string): boolean {
+  return payload.startsWith(PING)
+}
+
 /** Tells every process, when the surrounding transaction commits, that `channel`'s rows changed. */
 export async function announceChange(tx: Queryable, channel: string, payload: string): Promise<void> {
   await tx.query('select pg_notify($1, $2)', [channel, payload])
@@ -160,7 +165,7 @@ export function createNotifiedCache<V>(deps: {
   byChannel.add(self)
 
   function onNotice(payload: string) {
-    if (!payload.startsWith(PING)) return self.clear()
+    if (!isPing(payload)) return self.clear()
     const [id, seq] = payload.slice(PING.length).split(':')
     if (id !== watch.id) return
     heard = Math.max(heard, Number(seq))
