@@ -46,7 +46,7 @@ interface Watch {
   readonly byChannel: Map<string, Set<Member>>
   /** Names this Db's pings (a process may hold several Dbs on one server). */
   readonly id: string
-  /** The number of the last ping sent. */
+  /** The number of the last ping (sent, or skipped while the pool held too many). */
   seq: number
   /** Pings whose statement has not completed (a stalled pool holds them). */
   inFlight: number
@@ -93,15 +93,15 @@ function ping(db: Db, watch: Watch): void {
     watch.timer = null
     return
   }
-  // A stalled pool holds pings unanswered: at most a few wait at once, and their numbers stay unheard.
+  const seq = ++watch.seq
+  // A stalled pool holds pings unanswered: at most a few wait at once; a ping not sent is not heard.
   if (watch.inFlight < MAX_PINGS_IN_FLIGHT) {
     watch.inFlight++
     const channels = [...new Set(members.map((cache) => cache.channel))]
-    db.query('select pg_notify(channel, $2) from unnest($1::text[]) as channel', [channels, `${PING}${watch.id}:${++watch.seq}`])
+    db.query('select pg_notify(channel, $2) from unnest($1::text[]) as channel', [channels, `${PING}${watch.id}:${seq}`])
       .catch(() => {})
       .finally(() => watch.inFlight--)
   }
-  const seq = watch.seq
   watch.timer = setTimeout(() => {
     for (const cache of members) cache.expect(seq)
     watch.timer = setTimeout(() => ping(db, watch), PING_EVERY_MS - PING_WITHIN_MS)
