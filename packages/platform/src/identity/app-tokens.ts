@@ -199,7 +199,8 @@ async function findByHash(db: Queryable, hash: Uint8Array): Promise<VerifiedAppT
  * hash, never its value) until the next notice on APP_CHANGED, which revoking a token,
  * changing the app and changing its owner's account all send (lib/notified-cache.ts). So a
  * revoked token is refused on the next request in the revoking process, and within the
- * notice's latency in every other.
+ * change-notice delay in every other (at most about 8 seconds if that process's LISTEN has
+ * gone silent; see lib/notified-cache.ts).
  */
 export function createAppTokenVerifier(deps: { db: Db; clock: Clock; maxEntries?: number }) {
   const cache = createNotifiedCache<VerifiedAppToken>({
