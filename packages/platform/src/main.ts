@@ -7,6 +7,7 @@ import { serve } from '@hono/node-server'
 import { loadConfig } from './config.ts'
 import { openDatabase } from './db/open.ts'
 import { migratePlatform } from './db/migrate.ts'
+import { refreshNamespaceWrappers } from './deploy/namespaces.ts'
 import { systemClock } from './lib/clock.ts'
 import { createLogger } from './lib/logger.ts'
 import { createPlatform } from './platform.ts'
@@ -20,6 +21,8 @@ const config = loadConfig()
 const logger = createLogger({ level: config.logLevel })
 const db = await openDatabase(config)
 await migratePlatform(db)
+// Namespaces made by an older platform get this version's wrappers (security fixes included).
+await refreshNamespaceWrappers(db)
 const operatorKey = ensureOperatorKey(config)
 const masterKey = loadMasterKey({ dataDir: config.dataDir, fromEnv: config.masterKey })
 const platform = createPlatform({ config, db, clock: systemClock, logger, operatorKey: operatorKey.value, masterKey })

@@ -38,7 +38,10 @@ export function openPostgres(options: PostgresOptions): Db {
   const asQueryable = (target: postgres.Sql | postgres.TransactionSql): Queryable => ({
     async query<T extends Row>(text: string, params: readonly unknown[] = []) {
       const rows = await target.unsafe(text, params as postgres.ParameterOrJSON<never>[], {
-        prepare: params.length > 0,
+        // Never named prepared statements: app SQL runs on these pooled connections (inside
+        // platform_exec) and could replace a named statement with its own, which the
+        // platform would then run with its own rights. The wrapper also deallocates all.
+        prepare: false,
       })
       return rows as unknown as T[]
     },

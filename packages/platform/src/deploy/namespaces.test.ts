@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { createTestDb, type TestDb, backend } from '../../test/test-db.ts'
-import { createNamespace, runAsRole, type Namespace } from './namespaces.ts'
+import { createNamespace, refreshNamespaceWrappers, runAsRole, type Namespace } from './namespaces.ts'
 
 describe(`app namespaces isolate apps from each other and the platform (${backend})`, () => {
   let t: TestDb
@@ -123,6 +123,60 @@ describe(`app namespaces isolate apps from each other and the platform (${backen
     const who = await runAsRole(t.db, { namespace: a, role: 'owner' },
       "select jsonb_agg(who) from seen where who <> 'go'", { params: [] })
     assert.deepEqual(who, [`${a.rolePrefix}_owner`])
+  })
+
+  test('a holdable cursor declared by app SQL never runs at commit as the platform', async () => {
+    await runAsRole(t.db, { namespace: a, role: 'owner' }, `
+      create table cursor_runs (who text);
+      create function mark() returns text language plpgsql as $f$
+        begin insert into cursor_runs values (current_user::text); return 'x'; end $f$;`)
+    for (const refreshed of [false, true]) {
+      if (refreshed) assert.ok(await refreshNamespaceWrappers(t.db) >= 2, 'every namespace got the current wrappers')
+      await assert.rejects(
+        t.db.transaction((tx) => runAsRole(tx, { namespace: a, role: 'owner' }, 'declare spy cursor with hold for select mark()')),
+        /holdable cursor/)
+      const who = await runAsRole(t.db, { namespace: a, role: 'owner' }, 'select coalesce(jsonb_agg(who), $$[]$$::jsonb) from cursor_runs', { params: [] })
+      assert.deepEqual(who, [], `the cursor never ran (refreshed: ${refreshed})`)
+    }
+  })
+
+  test('app SQL cannot put its own statement in place of one the platform prepared', async () => {
+    await runAsRole(t.db, { namespace: a, role: 'owner' }, `
+      create table evidence (who text);
+      create function evil() returns text language plpgsql as $f$
+        begin insert into evidence values (session_user::text || ' as ' || current_user::text); return current_user::text; end $f$;
+      grant usage on schema ${a.schemaName} to public;
+      grant execute on function evil() to public;
+      grant insert on evidence to public;`)
+    const probe = 'select current_user::text as who, $1::text as probe'
+    const platformUser = (await t.db.query<{ who: string }>(probe, ['x']))[0]!.who
+    await t.db.transaction(async (tx) => {
+      // One connection: the platform's parameterised query, the app's swap, the platform's query again.
+      await tx.query(probe, ['x'])
+      await runAsRole(tx, { namespace: a, role: 'owner' }, `do $x$ declare s record; begin
+        for s in select name from pg_prepared_statements where name <> '' loop
+          execute format('deallocate %I', s.name);
+          execute format('prepare %I as select ${a.schemaName}.evil() as who, $1::text as probe', s.name);
+        end loop;
+        prepare planted as select ${a.schemaName}.evil() as who;
+      end $x$`)
+      const planted = await tx.query<{ name: string }>('select name from pg_prepared_statements where from_sql')
+      assert.deepEqual(planted.map((row) => row.name), [], 'no statement the app prepared outlives its call')
+      assert.equal((await tx.query<{ who: string }>(probe, ['x']))[0]!.who, platformUser)
+    })
+    for (let round = 0; round < 5; round += 1) {
+      assert.equal((await t.db.query<{ who: string }>(probe, ['x']))[0]!.who, platformUser)
+    }
+    const evidence = await runAsRole(t.db, { namespace: a, role: 'owner' }, 'select coalesce(jsonb_agg(who), $$[]$$::jsonb) from evidence', { params: [] })
+    assert.deepEqual(evidence, [], 'the planted function never ran')
+  })
+
+  test('app SQL cannot keep a session advisory lock on the platform\'s connection', async () => {
+    await t.db.transaction(async (tx) => {
+      await runAsRole(tx, { namespace: a, role: 'user' }, 'select pg_advisory_lock(424242)')
+      const held = await tx.query<{ n: number }>("select count(*)::int as n from pg_locks where locktype = 'advisory' and objid = 424242")
+      assert.equal(held[0]!.n, 0)
+    })
   })
 
   test('one app cannot alter the wrapper that runs its SQL', async () => {

@@ -6,7 +6,7 @@
  * `runAsRole`, inside a per-role security-definer wrapper, so it cannot switch roles,
  * reach another namespace or touch the platform schema.
  */
-import { ident, type Queryable } from '../db/db.ts'
+import { ident, type Db, type Queryable } from '../db/db.ts'
 import { randomHex } from '../lib/crypto.ts'
 
 export type NamespaceRole = 'owner' | 'user' | 'system'
@@ -65,16 +65,20 @@ export async function findNamespace(
   return rows[0] ? fromRow(rows[0]) : null
 }
 
-/** SQL that creates the wrapper through which app SQL runs as one namespace role. */
-function wrapperSql(namespace: Namespace, role: NamespaceRole): string {
+/**
+ * SQL that creates (or, for namespaces made by an older platform, replaces) the wrapper
+ * through which app SQL runs as one namespace role.
+ */
+function wrapperSql(namespace: Namespace, role: NamespaceRole, verb: 'create' | 'create or replace' = 'create'): string {
   const fn = `platform_exec.${ident(roleName(namespace, role))}`
   return `
-create function ${fn}(claims text, statement text, params jsonb) returns json
+${verb} function ${fn}(claims text, statement text, params jsonb) returns json
 language plpgsql security definer
 set search_path = ${ident(namespace.schemaName)}, extensions
 as $wrapper$
 declare
   result json;
+  prepared record;
 begin
   perform pg_catalog.set_config('request.jwt.claims', coalesce(claims, ''), true);
   if params is null then
@@ -86,6 +90,17 @@ begin
   set constraints all immediate;
   -- Session settings app SQL changed (search_path and the like) must not outlive it.
   reset all;
+  -- Nor any other session state on the platform's pooled connection. A holdable cursor would
+  -- run its query at commit as the platform's session user: it fails the call, and the
+  -- rollback drops it. A prepared statement (not transactional) could stand in for one of the
+  -- platform's: deallocated. A session advisory lock could block deploys: released.
+  if exists (select from pg_catalog.pg_cursors where is_holdable) then
+    raise exception 'app SQL may not leave a holdable cursor open' using errcode = '42501';
+  end if;
+  for prepared in select name from pg_catalog.pg_prepared_statements where from_sql loop
+    execute pg_catalog.format('deallocate %I', prepared.name);
+  end loop;
+  perform pg_catalog.pg_advisory_unlock_all();
   return result;
 end
 $wrapper$;
@@ -123,6 +138,23 @@ alter default privileges for role ${owner} in schema ${schema}
 ${NAMESPACE_ROLES.map((role) => wrapperSql(namespace, role)).join('\n')}
 `)
   return namespace
+}
+
+/**
+ * Replaces every namespace's wrappers with this platform's version (run at start, after the
+ * platform migrations): a wrapper is created once per namespace, so a fix to it reaches the
+ * namespaces made before only this way. Idempotent; one process at a time.
+ */
+export async function refreshNamespaceWrappers(db: Db): Promise<number> {
+  return db.transaction(async (tx) => {
+    await tx.query('select pg_advisory_xact_lock(hashtext($1))', ['namespace-wrappers'])
+    const rows = await tx.query<NamespaceRow>('select id, app_id, environment, dev_name, schema_name, role_prefix from platform.namespaces order by id')
+    for (const row of rows) {
+      const namespace = fromRow(row)
+      await tx.exec(NAMESPACE_ROLES.map((role) => wrapperSql(namespace, role, 'create or replace')).join('\n'))
+    }
+    return rows.length
+  })
 }
 
 /** Removes a namespace's schema, wrappers, roles and row (inside `tx`). */
