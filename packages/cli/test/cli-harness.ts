@@ -3,9 +3,12 @@
  * loopback port (the CLI talks HTTP; requests are re-addressed to the harness's base host),
  * and an `Io` that captures what the CLI prints.
  */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
 import { serve, type ServerType } from '@hono/node-server'
-import type { Harness } from '../../platform/test/harness.ts'
+import { startHarness, type Harness } from '../../platform/test/harness.ts'
 import type { Io } from '../src/main.ts'
 
 export function capture(env: Record<string, string | undefined>) {
@@ -43,4 +46,34 @@ export async function printed(lines: string[], pattern: RegExp): Promise<string>
     await new Promise((resolve) => setTimeout(resolve, 10))
   }
   throw new Error(`the CLI never printed ${pattern}`)
+}
+
+/** A served harness with one owner whose token the CLI uses, and an app directory written from `files`. */
+export interface OwnerCli {
+  h: Harness
+  server: ServerType
+  env: Record<string, string>
+  dir: string
+  ownerToken: string
+  close(): Promise<void>
+}
+
+export async function startOwnerCli(files: Readonly<Record<string, string>>, dirPrefix: string): Promise<OwnerCli> {
+  const dir = mkdtempSync(join(tmpdir(), dirPrefix))
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, path)), { recursive: true })
+    writeFileSync(join(dir, path), text)
+  }
+  const h = await startHarness()
+  const owner = await h.createOwner('owner@acme.test')
+  const { server, url } = await serveHarness(h)
+  return {
+    h, server, dir, ownerToken: owner.token,
+    env: { SERVICE_URL: url, SERVICE_TOKEN: owner.token },
+    async close() {
+      server.close()
+      await h.close()
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
 }

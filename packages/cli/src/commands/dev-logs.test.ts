@@ -2,14 +2,11 @@
 // logs` and `service functions invoke` print control characters as visible escapes, and
 // `service dev delete` removes a development namespace. Real HTTP, real Deno.
 import assert from 'node:assert/strict'
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import type { ServerType } from '@hono/node-server'
-import { manifest, startHarness, type Harness } from '../../../platform/test/harness.ts'
+import { manifest, type Harness } from '../../../platform/test/harness.ts'
 import { backend } from '../../../platform/test/test-db.ts'
-import { capture, serveHarness } from '../../test/cli-harness.ts'
+import { capture, startOwnerCli, type OwnerCli } from '../../test/cli-harness.ts'
 import { main } from '../main.ts'
 import { formatLogLine, terminalSafe } from './logs.ts'
 
@@ -53,29 +50,18 @@ describe('terminalSafe', () => {
 })
 
 describe(`service logs, functions invoke and dev delete (${backend})`, () => {
+  let cli: OwnerCli
   let h: Harness
-  let server: ServerType
   let env: Record<string, string>
-  const dir = mkdtempSync(join(tmpdir(), 'service-cli-dev-'))
+  let dir: string
 
   before(async () => {
-    h = await startHarness()
-    const owner = await h.createOwner('owner@acme.test')
-    let url: string
-    ;({ server, url } = await serveHarness(h))
-    env = { SERVICE_URL: url, SERVICE_TOKEN: owner.token }
-    for (const [path, text] of Object.entries(APP_FILES)) {
-      mkdirSync(dirname(join(dir, path)), { recursive: true })
-      writeFileSync(join(dir, path), text)
-    }
-    const created = await h.request('/v1/apps', { token: owner.token, json: { slug: 'clidev', visibility: 'public' } })
+    cli = await startOwnerCli(APP_FILES, 'service-cli-dev-')
+    ;({ h, env, dir } = cli)
+    const created = await h.request('/v1/apps', { token: cli.ownerToken, json: { slug: 'clidev', visibility: 'public' } })
     assert.equal(created.status, 201)
   })
-  after(async () => {
-    server.close()
-    await h.close()
-    rmSync(dir, { recursive: true, force: true })
-  })
+  after(() => cli.close())
 
   async function run(args: string[]) {
     const run = capture(env)

@@ -5,14 +5,11 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import type { ServerType } from '@hono/node-server'
-import { manifest, startHarness, type Harness } from '../../../platform/test/harness.ts'
+import { manifest, type Harness } from '../../../platform/test/harness.ts'
 import { backend } from '../../../platform/test/test-db.ts'
-import { capture, serveHarness } from '../../test/cli-harness.ts'
+import { capture, startOwnerCli, type OwnerCli } from '../../test/cli-harness.ts'
 import { main } from '../main.ts'
 
 const SECRET = 'sk_cli_9d8c7b6a'
@@ -39,27 +36,16 @@ secrets:
 }
 
 describe(`service secrets, logs, deploy --dev and functions invoke (${backend})`, () => {
+  let cli: OwnerCli
   let h: Harness
-  let server: ServerType
   let env: Record<string, string>
-  const dir = mkdtempSync(join(tmpdir(), 'service-cli-secrets-'))
+  let dir: string
 
   before(async () => {
-    h = await startHarness()
-    const owner = await h.createOwner('owner@acme.test')
-    let url: string
-    ;({ server, url } = await serveHarness(h))
-    env = { SERVICE_URL: url, SERVICE_TOKEN: owner.token }
-    for (const [path, text] of Object.entries(APP_FILES)) {
-      mkdirSync(dirname(join(dir, path)), { recursive: true })
-      writeFileSync(join(dir, path), text)
-    }
+    cli = await startOwnerCli(APP_FILES, 'service-cli-secrets-')
+    ;({ h, env, dir } = cli)
   })
-  after(async () => {
-    server.close()
-    await h.close()
-    rmSync(dir, { recursive: true, force: true })
-  })
+  after(() => cli.close())
 
   /** Runs the CLI with a secret reader that answers `typed` (as stdin or the prompt would). */
   async function run(args: string[], typed?: string) {

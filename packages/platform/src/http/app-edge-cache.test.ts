@@ -21,6 +21,7 @@ import { createAppToken } from '../identity/app-tokens.ts'
 import { confirmEmail, enforceConfirmationDeadlines } from '../identity/confirmation.ts'
 import { isPing } from '../lib/notified-cache.ts'
 import { createUser, findUserById } from '../identity/users.ts'
+import { eventually } from '../../test/eventually.ts'
 
 /**
  * The same database, but a LISTEN on it never hears a change notice. It still hears the
@@ -28,14 +29,6 @@ import { createUser, findUserById } from '../identity/users.ts'
  */
 function deaf(db: Db): Db {
   return { ...db, listen: (channel, onPayload, options) => db.listen(channel, (payload) => isPing(payload) && onPayload(payload), options) }
-}
-
-async function eventually(check: () => Promise<boolean>, what: string) {
-  for (let i = 0; i < 250; i++) {
-    if (await check()) return
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-  assert.fail(`never happened: ${what}`)
 }
 
 describe(`app edge caches: changes bite on the next request (${backend})`, () => {

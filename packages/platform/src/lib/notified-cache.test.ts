@@ -6,6 +6,7 @@ import { openPostgres } from '../db/postgres.ts'
 import { first, type Db } from '../db/db.ts'
 import { ManualClock } from './clock.ts'
 import { announceChange, createNotifiedCache, dropLocal, PING_EVERY_MS, PING_WITHIN_MS } from './notified-cache.ts'
+import { eventually } from '../../test/eventually.ts'
 
 const CHANNEL = 'test_cache_changed'
 
@@ -13,14 +14,6 @@ const CHANNEL = 'test_cache_changed'
 function loader(initial: string | null) {
   const calls = { count: 0, value: initial as string | null }
   return { calls, load: async () => { calls.count++; return calls.value } }
-}
-
-async function eventually(check: () => Promise<boolean>, what: string, withinMs = 5_000) {
-  for (const end = Date.now() + withinMs; Date.now() < end;) {
-    if (await check()) return
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-  assert.fail(`never happened: ${what}`)
 }
 
 /**
