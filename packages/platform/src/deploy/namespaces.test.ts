@@ -129,9 +129,22 @@ describe(`app namespaces isolate apps from each other and the platform (${backen
     await runAsRole(t.db, { namespace: a, role: 'owner' }, `
       create table cursor_runs (who text);
       create function mark() returns text language plpgsql as $f$
-        begin insert into cursor_runs values (current_user::text); return 'x'; end $f$;`)
+        begin insert into ${a.schemaName}.cursor_runs values (current_user::text); return 'x'; end $f$;`)
+    assert.equal(await refreshNamespaceWrappers(t.db), 0, 'namespaces made by this version are current')
+    // The owner wrapper as an older platform wrote it: no check of session state at its end.
+    await t.db.exec(`create or replace function platform_exec.${a.rolePrefix}_owner(claims text, statement text, params jsonb) returns json
+      language plpgsql security definer set search_path = ${a.schemaName}, extensions as $w$
+      begin execute statement; set constraints all immediate; reset all; return null; end $w$`)
     for (const refreshed of [false, true]) {
-      if (refreshed) assert.ok(await refreshNamespaceWrappers(t.db) >= 2, 'every namespace got the current wrappers')
+      if (refreshed) {
+        assert.equal(await refreshNamespaceWrappers(t.db), 1, 'the namespace with an old wrapper got the current ones')
+      } else {
+        await t.db.transaction((tx) => runAsRole(tx, { namespace: a, role: 'owner' }, 'declare spy cursor with hold for select mark()'))
+        const who = await t.db.query<{ who: string }>(`select who from ${a.schemaName}.cursor_runs`)
+        assert.ok(who.length > 0, 'the old wrapper let the cursor run at commit (the attack this guards against)')
+        await t.db.exec(`close all; delete from ${a.schemaName}.cursor_runs`)
+        continue
+      }
       await assert.rejects(
         t.db.transaction((tx) => runAsRole(tx, { namespace: a, role: 'owner' }, 'declare spy cursor with hold for select mark()')),
         /holdable cursor/)

@@ -66,6 +66,12 @@ export async function findNamespace(
 }
 
 /**
+ * Written into every wrapper's body; a wrapper without it predates this platform version and
+ * is replaced at start. Bump it whenever the wrapper's body changes.
+ */
+const WRAPPER_VERSION = 'platform_exec wrapper v2'
+
+/**
  * SQL that creates (or, for namespaces made by an older platform, replaces) the wrapper
  * through which app SQL runs as one namespace role.
  */
@@ -80,6 +86,7 @@ declare
   result json;
   prepared record;
 begin
+  -- ${WRAPPER_VERSION}
   perform pg_catalog.set_config('request.jwt.claims', coalesce(claims, ''), true);
   if params is null then
     execute statement;
@@ -141,14 +148,25 @@ ${NAMESPACE_ROLES.map((role) => wrapperSql(namespace, role)).join('\n')}
 }
 
 /**
- * Replaces every namespace's wrappers with this platform's version (run at start, after the
- * platform migrations): a wrapper is created once per namespace, so a fix to it reaches the
- * namespaces made before only this way. Idempotent; one process at a time.
+ * Replaces the wrappers of namespaces made by an older platform with this version's (run at
+ * start, after the platform migrations): a wrapper is created once per namespace, so a fix to
+ * it reaches earlier namespaces only this way. Namespaces already current are skipped, so a
+ * start costs one query. Returns how many were replaced; one process at a time.
  */
 export async function refreshNamespaceWrappers(db: Db): Promise<number> {
   return db.transaction(async (tx) => {
     await tx.query('select pg_advisory_xact_lock(hashtext($1))', ['namespace-wrappers'])
-    const rows = await tx.query<NamespaceRow>('select id, app_id, environment, dev_name, schema_name, role_prefix from platform.namespaces order by id')
+    const rows = await tx.query<NamespaceRow>(
+      `select n.id, n.app_id, n.environment, n.dev_name, n.schema_name, n.role_prefix
+         from platform.namespaces n
+        where exists (
+          select from unnest($2::text[]) as r(role)
+           where not exists (
+             select from pg_catalog.pg_proc p join pg_catalog.pg_namespace s on s.oid = p.pronamespace
+              where s.nspname = 'platform_exec' and p.proname = n.role_prefix || '_' || r.role
+                and pg_catalog.strpos(p.prosrc, $1) > 0))
+        order by n.id`,
+      [WRAPPER_VERSION, NAMESPACE_ROLES])
     for (const row of rows) {
       const namespace = fromRow(row)
       await tx.exec(NAMESPACE_ROLES.map((role) => wrapperSql(namespace, role, 'create or replace')).join('\n'))
