@@ -3,27 +3,11 @@
  * id, queue, state, attempts, timestamps and latest bounded error. Never its payload,
  * idempotency key or enqueuing user (spec 2.12).
  */
-import type { JobKind, JobRow, JobState } from './queries.ts'
+import type { Job } from '@service/server'
+import type { JobRow } from './queries.ts'
 
-export interface JobView {
-  readonly id: string
-  /** The queue, or `cron:<name>` for a cron run. */
-  readonly queue: string
-  readonly kind: JobKind
-  readonly state: JobState
-  /** Attempts started so far (the first delivery is attempt 1). */
-  readonly attempts: number
-  readonly maxAttempts: number
-  readonly createdAt: string
-  readonly updatedAt: string
-  /** When the next attempt is due (queued, retry_wait); otherwise null. */
-  readonly runAt: string | null
-  /** When the latest attempt started. */
-  readonly startedAt: string | null
-  /** When the job succeeded or was dead-lettered. */
-  readonly finishedAt: string | null
-  readonly lastError: { readonly code: string; readonly message: string } | null
-}
+/** Exactly the SDK's `Job`, so `ctx.jobs` and the owner API cannot drift apart. */
+export type JobView = Job
 
 export function jobView(row: JobRow): JobView {
   const pending = row.state === 'queued' || row.state === 'retry_wait'
