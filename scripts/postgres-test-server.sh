@@ -31,6 +31,13 @@ DIR=$(mktemp -d /tmp/pgtest.XXXXXX)
 chmod 755 "$DIR"
 [ "${#RUN_AS[@]}" -gt 0 ] && chown pgtest "$DIR"
 "${RUN_AS[@]}" "$BIN/initdb" -D "$DIR/data" -U postgres --auth=trust -E UTF8 --no-locale >/dev/null
+# The superuser logs in without a password (trust); every other role, namespace logins among
+# them, with SCRAM, as a production server would ask.
+cat > "$DIR/data/pg_hba.conf" <<'HBA'
+local all all trust
+host all postgres 127.0.0.1/32 trust
+host all all 127.0.0.1/32 scram-sha-256
+HBA
 "${RUN_AS[@]}" "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/log" -w -o "-p $PORT -k $DIR -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" start >/dev/null
 echo "export PG_TEST_DIR=$DIR"
 echo "export DATABASE_URL=postgres://postgres@127.0.0.1:$PORT/postgres"

@@ -31,7 +31,7 @@ import { findNamespace, runAsRole } from '../../packages/platform/src/deploy/nam
 import { loadSchema } from '../../packages/platform/src/data-api/schema.ts'
 import { parseMutationParams, parseReadRequest } from '../../packages/platform/src/data-api/query-parser.ts'
 import { parsePrefer } from '../../packages/platform/src/data-api/query-prefer.ts'
-import { buildRead, buildWrite, type Statement } from '../../packages/platform/src/data-api/sql.ts'
+import { buildRead, buildWrite, statementSql, type Statement } from '../../packages/platform/src/data-api/sql.ts'
 import { otherSeconds, perRequest, postmasterOf, readCpu, type CpuPerRequest } from './cpu.ts'
 import {
   alternate, callRunner, httpOnce, httpRunner, sequentialHttp, summarise, type HttpCase, type HttpTarget, type Runner, type Summary,
@@ -250,7 +250,7 @@ async function runPostgres(databaseUrl: string, rows: Row[]): Promise<Map<string
     }
     const wrapped = (name: CaseName) => () => {
       const statement = statements[name]()
-      return runAsRole(platformDb, { namespace, role: 'user' }, statement.sql, { claims, params: statement.params })
+      return runAsRole(platformDb, { namespace, role: 'user' }, statementSql(statement), { claims, params: statement.params })
     }
     const api = (spec: HttpCase, connections: number) => metered(httpRunner(target, spec, connections), onServer)
     const calls = (call: () => Promise<unknown>, connections: number) => metered(callRunner(call, connections), inClient)

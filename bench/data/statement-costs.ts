@@ -17,7 +17,7 @@ import { systemClock } from '../../packages/platform/src/lib/clock.ts'
 import { loadSchema } from '../../packages/platform/src/data-api/schema.ts'
 import { parseReadRequest } from '../../packages/platform/src/data-api/query-parser.ts'
 import { parsePrefer } from '../../packages/platform/src/data-api/query-prefer.ts'
-import { buildRead } from '../../packages/platform/src/data-api/sql.ts'
+import { buildRead, statementSql } from '../../packages/platform/src/data-api/sql.ts'
 import { startChild } from './child.ts'
 import { perRequest, postmasterOf, readCpu, type CpuReading } from './cpu.ts'
 import { SLUG } from './fixture.ts'
@@ -57,22 +57,22 @@ try {
         ['verifyAppToken (select + last_used_at update)', () => verifyAppToken(db, systemClock, fixture.appToken)],
         ['runAsRole: the API statement, as deployed', () => {
           const st = statement()
-          return runAsRole(db, { namespace, role: 'user' }, st.sql, { claims, params: st.params })
+          return runAsRole(db, { namespace, role: 'user' }, statementSql(st), { claims, params: st.params })
         }],
         ['runAsRole in BEGIN; SET TRANSACTION READ ONLY; ...; COMMIT', () => db.transaction(async (tx) => {
           await tx.query('set transaction read only')
           const st = statement()
-          return runAsRole(tx, { namespace, role: 'user' }, st.sql, { claims, params: st.params })
+          return runAsRole(tx, { namespace, role: 'user' }, statementSql(st), { claims, params: st.params })
         })],
         ['runAsRole: one-aggregate envelope instead', () =>
           runAsRole(db, { namespace, role: 'user' }, lean, { claims, params: [String(randomId())] })],
         ['API statement, no wrapper, planned each time', () => {
           const st = statement()
-          return driver.unsafe(direct(st.sql), [JSON.stringify(st.params)], { prepare: false })
+          return driver.unsafe(direct(statementSql(st)), [JSON.stringify(st.params)], { prepare: false })
         }],
         ['API statement, no wrapper, prepared (plan cached)', () => {
           const st = statement()
-          return driver.unsafe(direct(st.sql), [JSON.stringify(st.params)], { prepare: true })
+          return driver.unsafe(direct(statementSql(st)), [JSON.stringify(st.params)], { prepare: true })
         }],
       ]
       console.log(`| call | rps | p50 ms | PostgreSQL CPU µs/call | client CPU µs/call |\n| --- | ---: | ---: | ---: | ---: |`)

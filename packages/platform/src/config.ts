@@ -33,6 +33,13 @@ export interface Config {
   readonly trustProxy: boolean
   /** DATABASE_STATEMENT_TIMEOUT_MS: no statement on PostgreSQL runs longer (PGlite has none). */
   readonly statementTimeoutMs: number
+  /**
+   * DATABASE_APP_CONNECTIONS: connections the data API's per-namespace login pools of this
+   * process may hold together (PostgreSQL); 0 runs all app SQL through the shared wrapper.
+   */
+  readonly appConnections: number
+  /** DATABASE_APP_POOL_SIZE: connections per namespace login pool. */
+  readonly appPoolSize: number
 }
 
 export class ConfigError extends Error {
@@ -116,5 +123,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     }),
     trustProxy: flag('SERVICE_TRUST_PROXY', env.SERVICE_TRUST_PROXY, false),
     statementTimeoutMs: positive('DATABASE_STATEMENT_TIMEOUT_MS', env.DATABASE_STATEMENT_TIMEOUT_MS, 120_000),
+    appConnections: integer('DATABASE_APP_CONNECTIONS', env.DATABASE_APP_CONNECTIONS, 32),
+    appPoolSize: positive('DATABASE_APP_POOL_SIZE', env.DATABASE_APP_POOL_SIZE, 4),
   })
 }

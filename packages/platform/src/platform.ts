@@ -31,6 +31,7 @@ import { PLATFORM_SDK_VERSION } from './manifest/index.ts'
 import { devInvokeRoutes, logRoutes } from './functions/index.ts'
 import { createSecretStore, secretRoutes } from './secrets/index.ts'
 import { createDataApi, createSchemaCache } from './data-api/index.ts'
+import { createNamespaceSql, type NamespaceSql } from './deploy/namespace-sql.ts'
 import { callFunction, callRoute, createFunctionHost, type FunctionHost } from './functions/index.ts'
 import { join } from 'node:path'
 import { createJobs, jobRoutes, type Jobs, type JobsOptions } from './jobs/index.ts'
@@ -38,7 +39,7 @@ import { createCronScheduler, cronRoutes, type CronScheduler, type CronScheduler
 
 export interface PlatformDeps {
   config: Pick<Config, 'baseUrl' | 'production' | 'smtpUrl' | 'mailFrom' | 'registration'> &
-    Partial<Pick<Config, 'signInLimits' | 'trustProxy' | 'dataDir'>>
+    Partial<Pick<Config, 'signInLimits' | 'trustProxy' | 'dataDir' | 'statementTimeoutMs' | 'appConnections' | 'appPoolSize'>>
   db: Db
   clock: Clock
   logger: Logger
@@ -62,6 +63,8 @@ export interface Platform {
   urls: ReturnType<typeof hostUrls>
   /** The Functions runtime (jobs and cron run Functions through it in-process). */
   functions: FunctionHost
+  /** How the data API's SQL reaches the database (login pools or the wrapper). */
+  appSql: NamespaceSql
   /** Background jobs: `start()` runs the dispatcher and retention purge (main.ts does). */
   jobs: Jobs
   /** The cron scheduler: `start()` runs its loop (main.ts does); tests call `tick()`. */
@@ -85,6 +88,12 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const revealKey = deriveKey(deps.masterKey, 'app-token-reveal')
   const trustProxy = deps.config.trustProxy ?? false
   const secrets = createSecretStore({ db, clock, key: deriveKey(deps.masterKey, 'app-secrets') })
+  const appSql = createNamespaceSql({
+    db, logger, loginKey: deriveKey(deps.masterKey, 'namespace-logins'),
+    connections: deps.config.appConnections ?? 32,
+    poolSize: deps.config.appPoolSize ?? 4,
+    statementTimeoutMs: deps.config.statementTimeoutMs ?? 120_000,
+  })
 
   const base = new Hono()
   base.get('/v1/health', (c) =>
@@ -141,7 +150,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     cookies,
     jwtKey,
     sessions,
-    dataApi: createDataApi({ db, schemas: createSchemaCache() }),
+    dataApi: createDataApi({ db, schemas: createSchemaCache(), sql: appSql }),
     callFunction: (c, target) => callFunction(functionCalls, c, target),
     callRoute: (c, target) => callRoute(functionCalls, c, target),
     slugOf: (request) => {
@@ -155,6 +164,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     fetch: async (request, env) => http.fetch(request, env),
     urls,
     functions,
+    appSql,
     jobs,
     cron,
     ready: async () => {
@@ -163,7 +173,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     close: async () => {
       await cron.stop()
       await jobs.stop()
-      await Promise.all([functions.close(), appDirectory.close(), appTokens.close()])
+      await Promise.all([functions.close(), appDirectory.close(), appTokens.close(), appSql.close()])
     },
   }
 }

@@ -8,8 +8,9 @@
  * policies) but never write: writes, and calls of volatile functions, are refused here,
  * before any SQL runs.
  */
-import type { Db, Queryable } from '../db/db.ts'
-import { findNamespace, runAsRole, type Namespace } from '../deploy/namespaces.ts'
+import type { Db } from '../db/db.ts'
+import { findNamespace, type Namespace } from '../deploy/namespaces.ts'
+import type { AppTransaction, NamespaceSql } from '../deploy/namespace-sql.ts'
 import type { App } from '../apps/apps.ts'
 import type { User } from '../identity/users.ts'
 import { contentRange, readRange } from './content-range.ts'
@@ -30,6 +31,8 @@ export interface DataCaller {
 export interface DataApiDeps {
   db: Db
   schemas: SchemaCache
+  /** Runs the statements as the namespace's user role (login pool or wrapper). */
+  sql: NamespaceSql
 }
 
 const MAX_BODY_BYTES = 10 * 1024 * 1024
@@ -130,16 +133,6 @@ interface Context {
   media: MediaType
 }
 
-/**
- * A statement that makes its own transaction read-only before it reads: the CTE is scanned
- * first, and the statement's value is computed when its one row is projected, after it.
- * A view or function that tries to write then fails with 25006, as under PostgREST.
- */
-function readOnly(sql: string): string {
-  return `with pgrst_read_only as materialized (select pg_catalog.set_config('transaction_read_only', 'on', true)) ` +
-    `select (${sql}) from pgrst_read_only`
-}
-
 export function createDataApi(deps: DataApiDeps) {
   const namespaces = new Map<string, Namespace>()
 
@@ -162,40 +155,37 @@ export function createDataApi(deps: DataApiDeps) {
   }
 
   /** The planner's row estimate for `countSource`, explained as the caller in this transaction. */
-  async function plannedRows(tx: Queryable, ctx: Context, statement: Statement): Promise<number> {
-    const plan = await runAsRole(tx, { namespace: ctx.namespace, role: 'user' }, `explain (format json) ${statement.countSource}`,
-      { claims: claimsOf(ctx), params: statement.params })
+  async function plannedRows(tx: AppTransaction, statement: Statement): Promise<number> {
+    const plan = await tx.explain(statement.countSource!, statement.params)
     const rows = (plan as { Plan?: { 'Plan Rows'?: unknown } }[] | null)?.[0]?.Plan?.['Plan Rows']
     return typeof rows === 'number' ? Math.round(rows) : 0
   }
 
   /**
    * Runs a statement. Most requests are ONE round trip: the statement runs on its own
-   * (autocommit), a read declaring itself read-only inside that statement. An explicit
-   * transaction is used only when something must happen between the statement and the
-   * commit: a planned or estimated count (a second statement in the same snapshot), or a
+   * (autocommit), setting its claims, and read-only for a read, in its own first CTE. An
+   * explicit transaction is used only when something must happen between the statement and
+   * the commit: a planned or estimated count (a second statement in the same snapshot), or a
    * check that must roll a write back (a single object that is not one row, too many rows
    * affected), as PostgREST does.
    */
   async function execute(ctx: Context, statement: Statement, options: { readOnly: boolean; check?: (result: Result) => void }): Promise<Result> {
     const estimates = statement.countSource !== undefined && (ctx.prefer.count === 'planned' || ctx.prefer.count === 'estimated')
     const rollbackCheck = !options.readOnly && (ctx.media.single || ctx.prefer.maxAffected !== undefined)
+    const target = { namespace: ctx.namespace, role: 'user' as const }
+    const run = { claims: claimsOf(ctx), readOnly: options.readOnly }
     if (!estimates && !rollbackCheck) {
-      const sql = options.readOnly ? readOnly(statement.sql) : statement.sql
-      const result = (await runAsRole(deps.db, { namespace: ctx.namespace, role: 'user' }, sql,
-        { claims: claimsOf(ctx), params: statement.params })) as Result
+      const result = (await deps.sql.statement(target, statement, { ...run, separateClaims: ctx.schema.partitioned })) as Result
       options.check?.(result)
       return result
     }
-    return deps.db.transaction(async (tx) => {
-      if (options.readOnly) await tx.query('set transaction read only')
-      const result = (await runAsRole(tx, { namespace: ctx.namespace, role: 'user' }, statement.sql,
-        { claims: claimsOf(ctx), params: statement.params })) as Result
+    return deps.sql.transaction(target, run, async (tx) => {
+      const result = (await tx.statement(statement)) as Result
       if (estimates) {
         if (ctx.prefer.count === 'planned') {
-          result.count = await plannedRows(tx, ctx, statement)
+          result.count = await plannedRows(tx, statement)
         } else if (result.count !== null && result.count >= ESTIMATE_EXACT_BELOW) {
-          result.count = Math.max(result.count, await plannedRows(tx, ctx, statement))
+          result.count = Math.max(result.count, await plannedRows(tx, statement))
         }
       }
       options.check?.(result)

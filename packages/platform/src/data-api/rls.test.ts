@@ -297,4 +297,15 @@ describe(`data API identity and row-level security (${backend})`, () => {
       assert.equal((await expectJson(byCookie, 403)).error.code, 'ACCESS_DENIED')
     })
   })
+
+  test(`every statement ran ${backend === 'postgres' ? 'in the namespace\'s login pool' : 'through the namespace wrapper'}`, () => {
+    const stats = h.platform.appSql.stats()
+    if (backend === 'postgres') {
+      assert.ok(stats.login > 20, `login ${stats.login}`)
+      assert.equal(stats.wrapper, 0)
+    } else {
+      assert.equal(stats.login, 0)
+      assert.ok(stats.wrapper > 20, `wrapper ${stats.wrapper}`)
+    }
+  })
 })

@@ -66,6 +66,11 @@ export interface Schema {
   relations: Map<string, Relation>
   foreignKeys: ForeignKey[]
   functions: Map<string, DbFunction[]>
+  /**
+   * The schema has a partitioned table. PostgreSQL prunes partitions when a statement starts,
+   * before the statement's own first CTE runs, so claims must be set by a statement before.
+   */
+  partitioned: boolean
 }
 
 const RELATIONS_SQL = `
@@ -166,7 +171,9 @@ const VOLATILITY = { i: 'immutable', s: 'stable', v: 'volatile' } as const
 /** Reads a schema's relations, foreign keys and functions from the catalog. */
 export async function loadSchema(db: Queryable, schemaName: string): Promise<Schema> {
   const relations = new Map<string, Relation>()
+  let partitioned = false
   for (const row of await db.query<RelationRow>(RELATIONS_SQL, [schemaName])) {
+    if (row.kind === 'p') partitioned = true
     let relation = relations.get(row.name)
     if (!relation) {
       relation = {
@@ -216,7 +223,7 @@ export async function loadSchema(db: Queryable, schemaName: string): Promise<Sch
     }
     functions.set(row.name, [...(functions.get(row.name) ?? []), fn])
   }
-  return { name: schemaName, relations, foreignKeys, functions }
+  return { name: schemaName, relations, foreignKeys, functions, partitioned }
 }
 
 /** The IN and INOUT arguments of a function, with which of the last ones have defaults. */

@@ -30,13 +30,15 @@ export const ESTIMATE_EXACT_BELOW = 1000
 /**
  * `$1`, the jsonb array of bound values. Read directly (not through a CTE or subquery) so
  * the planner folds every value into a constant: its estimates, `count=planned` and partial
- * indexes keep working.
+ * indexes keep working. The cast names its type for a statement prepared by the driver,
+ * where nothing else would (`unknown ->> integer` is ambiguous); inside the wrapper the
+ * value is already jsonb and the cast costs nothing.
  */
-const PARAMS = '$1'
+const PARAMS = '$1::jsonb'
 
-/** A statement with the given CTEs before `main`. */
-function withCtes(main: string, ctes: readonly string[] = []): string {
-  return ctes.length > 0 ? `with ${ctes.join(', ')} ${main}` : main
+/** The statement as plain SQL, `with <ctes> select <value>`. */
+export function statementSql(statement: Pick<Statement, 'ctes' | 'value'>): string {
+  return statement.ctes.length > 0 ? `with ${statement.ctes.join(', ')} select ${statement.value}` : `select ${statement.value}`
 }
 
 /** Collects bound values; each call returns the SQL that reads the value back. */
@@ -54,8 +56,15 @@ export class Params {
   }
 }
 
+/**
+ * One statement in parts, so the executor can put its own CTE first (claims, read-only) and
+ * read the value from it: `with <ctes> select <value>`.
+ */
 export interface Statement {
-  sql: string
+  /** `name as (...)` entries, in order. */
+  ctes: string[]
+  /** The one json value the statement answers, `{ body, count, ... }`. */
+  value: string
   params: unknown[]
   /**
    * `select 1 from ... where ...` over the rows a count would count, for the planner's estimate
@@ -370,8 +379,8 @@ function readFrom(ctx: BuildContext, options: { from: string; root: Level; windo
   const source = `select ${outputsSql(list.outputs)} from ${options.from}${whereSql}${orderAt(ctx, options.root)}${windowSql(options.window, ctx.params)}`
   const body = options.body === 'rows' ? ROWS : `(select row_to_json(_s) from pgrst_source _s limit 1)`
   return {
-    sql: withCtes(`select json_build_object('body', ${body}, 'count', ${countSql(countSource, options.prefer)}, ` +
-      `'rows', (select count(*) from pgrst_source))`, [`pgrst_source as (${source})`]),
+    ctes: [`pgrst_source as (${source})`],
+    value: `json_build_object('body', ${body}, 'count', ${countSql(countSource, options.prefer)}, 'rows', (select count(*) from pgrst_source))`,
     params: ctx.params.values,
     countSource,
   }
@@ -492,8 +501,8 @@ export function buildWrite(schema: Schema, input: WriteInput): Statement {
     ? `(select json_agg(json_build_object(${relation.primaryKey.map((k) => `'${k.replace(/'/g, "''")}', ${ident(k)}`).join(', ')})) from pgrst_source)`
     : 'null'
   return {
-    sql: withCtes(`select json_build_object('body', ${body}, 'count', (select count(*) from pgrst_source), ` +
-      `'keys', ${keys}, 'inserted', ${inserted})`, [`pgrst_source as (${write})`]),
+    ctes: [`pgrst_source as (${write})`],
+    value: `json_build_object('body', ${body}, 'count', (select count(*) from pgrst_source), 'keys', ${keys}, 'inserted', ${inserted})`,
     params: params.values,
   }
 }
@@ -556,7 +565,8 @@ export function buildCall(schema: Schema, fn: DbFunction, args: Record<string, u
     const source = `pgrst_source as (select ${call} as _v${argsFrom ? ` from ${argsFrom}` : ''})`
     const body = fn.returnsVoid ? 'null' : fn.returnsSet ? `coalesce((select json_agg(_v) from pgrst_source), '[]'::json)` : '(select to_json(_v) from pgrst_source)'
     return {
-      sql: withCtes(`select json_build_object('body', ${body}, 'count', null, 'rows', (select count(*) from pgrst_source))`, [source]),
+      ctes: [source],
+      value: `json_build_object('body', ${body}, 'count', null, 'rows', (select count(*) from pgrst_source))`,
       params: params.values,
     }
   }

@@ -15,6 +15,36 @@ export interface Queryable {
   exec(script: string): Promise<void>
 }
 
+/** Connections that log in as one given role (PostgreSQL only): see `Db.openLoginPool`. */
+export interface LoginPoolOptions {
+  user: string
+  password: string
+  /** At most this many connections; each opens on demand and closes after `idleSeconds`. */
+  max: number
+  idleSeconds: number
+  /** `search_path` of every connection, as a startup parameter. */
+  searchPath: string
+  /** More startup parameters (custom settings such as `request.jwt.claims`). */
+  settings?: Record<string, string>
+  /**
+   * Every statement is cancelled from the client side after this long. The server's own
+   * statement_timeout is a session setting the role's SQL could change; this it cannot.
+   */
+  queryTimeoutMs: number
+}
+
+export interface LoginPool {
+  /**
+   * One statement with bound parameters. `prepare` makes it a named prepared statement on
+   * each connection, reused by the next call with the same text (its plan too, once
+   * PostgreSQL settles on a generic one).
+   */
+  query<T extends Row = Row>(text: string, params: readonly unknown[], options?: { prepare?: boolean }): Promise<T[]>
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>
+  /** Lets statements in flight finish (up to `timeoutSeconds`), then closes every connection. */
+  end(timeoutSeconds?: number): Promise<void>
+}
+
 export interface Db extends Queryable {
   readonly kind: 'pglite' | 'postgres'
   /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
@@ -29,6 +59,11 @@ export interface Db extends Queryable {
     options?: { onListen?: () => void },
   ): Promise<() => Promise<void>>
   notify(channel: string, payload: string): Promise<void>
+  /**
+   * Opens a pool of connections to the same database as another role (PostgreSQL only;
+   * PGlite has one session and no logins).
+   */
+  openLoginPool?(options: LoginPoolOptions): LoginPool
   /** Where the data lives, without credentials (for health and logs). */
   describe(): string
   close(): Promise<void>

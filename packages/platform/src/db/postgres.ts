@@ -3,7 +3,7 @@
  * connections; LISTEN/NOTIFY on a dedicated connection the driver manages.
  */
 import postgres from 'postgres'
-import type { Db, Queryable, Row } from './db.ts'
+import type { Db, LoginPool, LoginPoolOptions, Queryable, Row } from './db.ts'
 
 export interface PostgresOptions {
   url: string
@@ -15,21 +15,24 @@ export interface PostgresOptions {
   statementTimeoutMs?: number
 }
 
+/** int8 as number, json/jsonb parsed; a string bound to json/jsonb is JSON text. */
+const TYPES = {
+  int8: { to: 20, from: [20], serialize: (v: unknown) => String(v), parse: (v: string) => Number(v) },
+  // A string bound to a json/jsonb parameter is JSON text, as PGlite treats it; the driver's
+  // default would encode it again into a JSON string value.
+  json: {
+    to: 3802,
+    from: [114, 3802],
+    serialize: (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v)),
+    parse: (v: string) => JSON.parse(v),
+  },
+}
+
 export function openPostgres(options: PostgresOptions): Db {
   const sql = postgres(options.url, {
     max: options.maxConnections ?? 10,
     onnotice: () => {},
-    types: {
-      int8: { to: 20, from: [20], serialize: (v: unknown) => String(v), parse: (v: string) => Number(v) },
-      // A string bound to a json/jsonb parameter is JSON text, as PGlite treats it; the
-      // driver's default would encode it again into a JSON string value.
-      json: {
-        to: 3802,
-        from: [114, 3802],
-        serialize: (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v)),
-        parse: (v: string) => JSON.parse(v),
-      },
-    },
+    types: TYPES,
     connection: {
       application_name: 'service-platform',
       ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
@@ -64,9 +67,53 @@ export function openPostgres(options: PostgresOptions): Db {
     async notify(channel, payload) {
       await sql.notify(channel, payload)
     },
+    openLoginPool: (login) => openLoginPool(options, login),
     describe: () => `postgres://${url.hostname}:${url.port || 5432}${url.pathname}`,
     async close() {
       await sql.end({ timeout: 5 })
+    },
+  }
+}
+
+/** A pool logging in as `login.user` to the database of `options.url` (same host, TLS, port). */
+function openLoginPool(options: PostgresOptions, login: LoginPoolOptions): LoginPool {
+  const sql = postgres(options.url, {
+    username: login.user,
+    password: login.password,
+    max: login.max,
+    idle_timeout: login.idleSeconds,
+    onnotice: () => {},
+    types: TYPES,
+    connection: {
+      application_name: 'service-platform-app',
+      search_path: login.searchPath,
+      ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
+      ...login.settings,
+    },
+  })
+  const run = async <T extends Row>(target: postgres.Sql | postgres.TransactionSql, text: string, params: readonly unknown[],
+    prepare: boolean): Promise<T[]> => {
+    const query = target.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare })
+    // The role's SQL can change its own session's statement_timeout; this bound it cannot.
+    const timer = setTimeout(() => void query.cancel(), login.queryTimeoutMs)
+    try {
+      return (await query) as unknown as T[]
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+  return {
+    query: (text, params, queryOptions = {}) => run(sql, text, params, queryOptions.prepare ?? false),
+    async transaction(fn) {
+      return (await sql.begin((tx) => fn({
+        query: (text, params = []) => run(tx, text, params, false),
+        async exec(script) {
+          await tx.unsafe(script)
+        },
+      }))) as Awaited<ReturnType<typeof fn>>
+    },
+    async end(timeoutSeconds = 5) {
+      await sql.end({ timeout: timeoutSeconds })
     },
   }
 }

@@ -185,11 +185,20 @@ describe(`app namespaces isolate apps from each other and the platform (${backen
   })
 
   test('app SQL cannot keep a session advisory lock on the platform\'s connection', async () => {
-    await t.db.transaction(async (tx) => {
-      await runAsRole(tx, { namespace: a, role: 'user' }, 'select pg_advisory_lock(424242)')
-      const held = await tx.query<{ n: number }>("select count(*)::int as n from pg_locks where locktype = 'advisory' and objid = 424242")
-      assert.equal(held[0]!.n, 0)
-    })
+    // Refused outright (migration 0012); were it granted again, the wrapper releases it.
+    const refused = await attempt(a, 'user', 'select pg_advisory_lock(424242)')
+    assert.equal(refused.ok, false)
+    assert.match(refused.ok ? '' : refused.message, /permission denied for function pg_advisory_lock/)
+    await t.db.exec('grant execute on function pg_advisory_lock(bigint) to public')
+    try {
+      await t.db.transaction(async (tx) => {
+        await runAsRole(tx, { namespace: a, role: 'user' }, 'select pg_advisory_lock(424242)')
+        const held = await tx.query<{ n: number }>("select count(*)::int as n from pg_locks where locktype = 'advisory' and objid = 424242")
+        assert.equal(held[0]!.n, 0)
+      })
+    } finally {
+      await t.db.exec('revoke execute on function pg_advisory_lock(bigint) from public')
+    }
   })
 
   test('one app cannot alter the wrapper that runs its SQL', async () => {

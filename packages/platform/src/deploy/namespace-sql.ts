@@ -1,0 +1,352 @@
+/**
+ * How the data API's statements reach PostgreSQL as a namespace role. Two paths, one result:
+ *
+ * - **Login pool** (PostgreSQL): a small pool of connections per namespace role that log in
+ *   as that role (`namespace-logins.ts`). No platform session ever runs the app's SQL, so the
+ *   statement can be a named prepared statement whose plan PostgreSQL reuses. One round trip:
+ *   the statement's first CTE sets `request.jwt.claims` (and read-only for reads) and its value
+ *   is computed from that CTE's row, so the setting is in place before any app code runs (RLS
+ *   policies, views, functions, triggers). Settings the app's SQL leaves in the session are
+ *   the app's own: the claims are set again, transaction-locally, by every statement.
+ * - **Wrapper**: the namespace's security-definer function on the platform's own connections
+ *   (`runAsRole`). PGlite always; PostgreSQL when the pools' connection budget is spent or a
+ *   pool cannot log in (an operator's pg_hba.conf may refuse it), so nothing fails for want
+ *   of a pool.
+ *
+ * Partition pruning is worked out when the executor starts, before that first CTE runs, so
+ * for a schema with partitioned tables the claims are set by a statement of their own, in
+ * a transaction (`separateClaims`).
+ */
+import type { Db, LoginPool } from '../db/db.ts'
+import { ident } from '../db/db.ts'
+import type { Logger } from '../lib/logger.ts'
+import { ensureLogin, loginCredentials, tamperedLogins, terminateSessions, type LoginCredentials } from './namespace-logins.ts'
+import { roleName, runAsRole, type Namespace, type NamespaceRole } from './namespaces.ts'
+
+export interface SqlTarget {
+  namespace: Namespace
+  role: NamespaceRole
+}
+
+/** A statement in parts, `with <ctes> select <value>`; `$1` is the jsonb array of `params`. */
+export interface StatementParts {
+  ctes: readonly string[]
+  value: string
+  params: readonly unknown[]
+}
+
+export interface RunOptions {
+  /** `request.jwt.claims` (null: none). */
+  claims: Record<string, unknown> | null
+  /** The transaction is read-only before any app code runs. */
+  readOnly: boolean
+}
+
+/** Statements run inside one `transaction` call, as its role with its claims. */
+export interface AppTransaction {
+  statement(parts: StatementParts): Promise<unknown>
+  /** `explain (format json) <sql>`, the planner's view of `sql` with `params` as `$1`. */
+  explain(sql: string, params: readonly unknown[]): Promise<unknown>
+}
+
+export interface NamespaceSql {
+  /** One statement in its own transaction; its json value. */
+  statement(target: SqlTarget, parts: StatementParts, options: RunOptions & { separateClaims?: boolean }): Promise<unknown>
+  /** Several statements in one transaction (a count's explain, a check before commit). */
+  transaction<T>(target: SqlTarget, options: RunOptions, fn: (tx: AppTransaction) => Promise<T>): Promise<T>
+  /** Statements each path has run, and the pools open (tests, health). */
+  stats(): { login: number; wrapper: number; pools: number }
+  /** Puts back login passwords changed outside the platform; closes idle pools. Runs on a timer too. */
+  sweep(): Promise<void>
+  close(): Promise<void>
+}
+
+export interface NamespaceSqlOptions {
+  db: Db
+  /** Derives each login's password (a key derived from the master key). */
+  loginKey: Uint8Array
+  logger: Logger
+  /** Connections all login pools of this process may hold together; below `poolSize`, none. */
+  connections: number
+  /** Connections per namespace role. */
+  poolSize: number
+  /** Statements are cancelled from the client this long after the server's own timeout. */
+  statementTimeoutMs: number
+  /** A pool unused this long is closed. Default 5 minutes. */
+  idleMs?: number
+  /** Distinct statements prepared on one pool before it is replaced by a fresh one. Default 256. */
+  maxPrepared?: number
+  /** How often `sweep` runs. Default 30 s; 0: only when called. */
+  sweepIntervalMs?: number
+  now?: () => number
+}
+
+interface Entry {
+  credentials: LoginCredentials
+  target: SqlTarget
+  pool: LoginPool
+  /** Resolves once the role can log in; false when it cannot (the wrapper serves it). */
+  ready: Promise<boolean>
+  inFlight: number
+  lastUsed: number
+  /** Statement texts seen once (not prepared yet) and texts prepared on this pool. */
+  seen: Map<string, true>
+  prepared: Set<string>
+}
+
+/** Errors raised while a connection is being opened: the statement never ran. */
+const CONNECT_FAILURES = new Set(['28P01', '28000', '53300', '57P03', 'CONNECT_TIMEOUT', 'ECONNREFUSED', 'ENOTFOUND'])
+const AUTH_FAILED = '28P01'
+const RETRY_DOWN_MS = 60_000
+const MAX_SEEN = 1024
+const FALLBACK = Symbol('fallback')
+
+const CLAIMS = (n: number) => `pg_catalog.set_config('request.jwt.claims', $${n}, true)`
+const READ_ONLY = `pg_catalog.set_config('transaction_read_only', 'on', true)`
+
+function withPrologue(prologue: string, parts: Pick<StatementParts, 'ctes' | 'value'>, materialized: boolean): string {
+  const first = `pgrst_prologue as ${materialized ? 'materialized ' : ''}(select ${prologue})`
+  return `with ${[first, ...parts.ctes].join(', ')} select ${parts.value} as result from pgrst_prologue`
+}
+
+function codeOf(error: unknown): string | undefined {
+  const e = error as { code?: unknown; errno?: unknown }
+  return typeof e?.code === 'string' ? e.code : typeof e?.errno === 'string' ? e.errno : undefined
+}
+
+function firstValue(rows: Record<string, unknown>[]): unknown {
+  const row = rows[0]
+  return row ? Object.values(row)[0] ?? null : null
+}
+
+export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
+  const { db, logger } = options
+  const now = options.now ?? Date.now
+  const idleMs = options.idleMs ?? 5 * 60_000
+  const maxPrepared = options.maxPrepared ?? 256
+  const maxPools = db.openLoginPool && options.poolSize > 0 ? Math.floor(options.connections / options.poolSize) : 0
+  /** Open pools by role name, least recently used first. */
+  const entries = new Map<string, Entry>()
+  /** Roles whose pool could not log in, until when the wrapper serves them. */
+  const down = new Map<string, number>()
+  const credentialCache = new Map<string, LoginCredentials>()
+  const counts = { login: 0, wrapper: 0 }
+  let closed = false
+
+  function credentialsOf(role: string): LoginCredentials {
+    let credentials = credentialCache.get(role)
+    if (!credentials) {
+      credentials = loginCredentials(options.loginKey, role)
+      if (credentialCache.size >= 4096) credentialCache.delete(credentialCache.keys().next().value!)
+      credentialCache.set(role, credentials)
+    }
+    return credentials
+  }
+
+  function openPool(entry: Pick<Entry, 'credentials' | 'target'>): LoginPool {
+    return db.openLoginPool!({
+      user: entry.credentials.role,
+      password: entry.credentials.password,
+      max: options.poolSize,
+      idleSeconds: 60,
+      searchPath: `${ident(entry.target.namespace.schemaName)}, extensions`,
+      // Policies that read the setting directly (`current_setting(...)::jsonb`) are also
+      // evaluated while planning, before the statement sets it: valid JSON, never ''.
+      settings: { 'request.jwt.claims': '{}' },
+      queryTimeoutMs: options.statementTimeoutMs + 1000,
+    })
+  }
+
+  function markDown(entry: Entry, error: unknown): void {
+    const role = entry.credentials.role
+    down.set(role, now() + RETRY_DOWN_MS)
+    if (entries.get(role) === entry) entries.delete(role)
+    void entry.pool.end(0).catch(() => {})
+    logger.warn('namespace login pool unavailable; the shared wrapper serves it for a minute', {
+      role, code: codeOf(error) ?? 'unknown', reason: error instanceof Error ? error.message : String(error),
+    })
+  }
+
+  function acquire(target: SqlTarget): Entry | null {
+    if (maxPools === 0 || closed) return null
+    const role = roleName(target.namespace, target.role)
+    const until = down.get(role)
+    if (until !== undefined) {
+      if (now() < until) return null
+      down.delete(role)
+    }
+    const existing = entries.get(role)
+    if (existing) {
+      entries.delete(role)
+      entries.set(role, existing)
+      return existing
+    }
+    if (entries.size >= maxPools) {
+      const idle = [...entries.values()].find((e) => e.inFlight === 0)
+      if (!idle) return null
+      entries.delete(idle.credentials.role)
+      void idle.pool.end().catch(() => {})
+    }
+    const credentials = credentialsOf(role)
+    const entry: Entry = {
+      credentials, target, pool: undefined as unknown as LoginPool, ready: Promise.resolve(false),
+      inFlight: 0, lastUsed: now(), seen: new Map(), prepared: new Set(),
+    }
+    entry.pool = openPool(entry)
+    entry.ready = ensureLogin(db, credentials).then(() => true, (error) => {
+      markDown(entry, error)
+      return false
+    })
+    entries.set(role, entry)
+    return entry
+  }
+
+  /** Whether to prepare `text` on this pool: from its second use, up to `maxPrepared` texts per pool. */
+  function prepare(entry: Entry, text: string): boolean {
+    if (entry.prepared.has(text)) return true
+    if (!entry.seen.delete(text)) {
+      entry.seen.set(text, true)
+      if (entry.seen.size > MAX_SEEN) entry.seen.delete(entry.seen.keys().next().value!)
+      return false
+    }
+    if (entry.prepared.size >= maxPrepared) {
+      // Every connection keeps what was prepared on it: a fresh pool bounds that memory.
+      const old = entry.pool
+      entry.pool = openPool(entry)
+      entry.prepared = new Set()
+      void old.end().catch(() => {})
+    }
+    entry.prepared.add(text)
+    return true
+  }
+
+  /**
+   * Runs `work` (on `entry.pool`, read when it runs: a pool may be replaced); FALLBACK when no
+   * connection could be opened, so nothing ran.
+   */
+  async function onPool<T>(entry: Entry, work: () => Promise<T>): Promise<T | typeof FALLBACK> {
+    if (!(await entry.ready)) return FALLBACK
+    entry.inFlight++
+    try {
+      try {
+        return await work()
+      } catch (error) {
+        if (codeOf(error) !== AUTH_FAILED) throw error
+        // The password was changed (by the role's own SQL, or by an operator): put it back once.
+        await ensureLogin(db, entry.credentials)
+        return await work()
+      }
+    } catch (error) {
+      if (!CONNECT_FAILURES.has(codeOf(error) ?? '')) throw error
+      markDown(entry, error)
+      return FALLBACK
+    } finally {
+      entry.inFlight--
+      entry.lastUsed = now()
+    }
+  }
+
+  function claimsText(claims: Record<string, unknown> | null): string {
+    return claims ? JSON.stringify(claims) : ''
+  }
+
+  async function wrapperTransaction<T>(target: SqlTarget, run: RunOptions, fn: (tx: AppTransaction) => Promise<T>): Promise<T> {
+    return db.transaction(async (tx) => {
+      if (run.readOnly) await tx.query('set transaction read only')
+      const call = (sql: string, params: readonly unknown[]) => {
+        counts.wrapper++
+        return runAsRole(tx, target, sql, { claims: run.claims, params })
+      }
+      return fn({
+        statement: (parts) => call(withPrologue('null', parts, false), parts.params),
+        explain: (sql, params) => call(`explain (format json) ${sql}`, params),
+      })
+    })
+  }
+
+  async function loginTransaction<T>(entry: Entry, run: RunOptions, fn: (tx: AppTransaction) => Promise<T>): Promise<T | typeof FALLBACK> {
+    return onPool(entry, () => entry.pool.transaction(async (tx) => {
+      await tx.query(`select ${CLAIMS(1)}${run.readOnly ? `, ${READ_ONLY}` : ''}`, [claimsText(run.claims)])
+      // `$1` is named in an unused CTE so that its type is known even where `sql` leaves it out.
+      const call = async (sql: string, params: readonly unknown[]) => {
+        counts.login++
+        return firstValue(await tx.query(sql, [JSON.stringify(params)]))
+      }
+      return fn({
+        statement: (parts) => call(withPrologue('$1::jsonb', parts, false), parts.params),
+        explain: (sql, params) => call(`explain (format json) with pgrst_params as (select $1::jsonb) ${sql}`, params),
+      })
+    }))
+  }
+
+  const sweepTimer = options.sweepIntervalMs === 0 ? null : setInterval(() => {
+    void api.sweep().catch((error) => logger.warn('namespace login sweep failed', { error: String(error) }))
+  }, options.sweepIntervalMs ?? 30_000)
+  sweepTimer?.unref()
+
+  const api: NamespaceSql = {
+    async statement(target, parts, run) {
+      const entry = acquire(target)
+      if (entry && run.separateClaims) {
+        const result = await loginTransaction(entry, run, (tx) => tx.statement(parts))
+        if (result !== FALLBACK) return result
+      } else if (entry) {
+        const text = withPrologue(`${CLAIMS(2)}${run.readOnly ? `, ${READ_ONLY}` : ''}, $1::jsonb`, parts, true)
+        const result = await onPool(entry, async () => {
+          const named = prepare(entry, text)
+          const rows = await entry.pool.query(text, [JSON.stringify(parts.params), claimsText(run.claims)], { prepare: named })
+          counts.login++
+          return firstValue(rows)
+        })
+        if (result !== FALLBACK) return result
+      }
+      counts.wrapper++
+      const text = withPrologue(run.readOnly ? READ_ONLY : 'null', parts, true)
+      return runAsRole(db, target, text, { claims: run.claims, params: parts.params })
+    },
+
+    async transaction(target, run, fn) {
+      const entry = acquire(target)
+      if (entry) {
+        const result = await loginTransaction(entry, run, fn)
+        if (result !== FALLBACK) return result
+      }
+      return wrapperTransaction(target, run, fn)
+    },
+
+    stats: () => ({ ...counts, pools: entries.size }),
+
+    async sweep() {
+      const cutoff = now() - idleMs
+      for (const [role, entry] of entries) {
+        if (entry.inFlight === 0 && entry.lastUsed < cutoff) {
+          entries.delete(role)
+          await entry.pool.end().catch(() => {})
+        }
+      }
+      const open = [...entries.values()]
+      const tampered = new Set(await tamperedLogins(db, open.map((e) => e.credentials)))
+      for (const entry of open) {
+        if (!tampered.has(entry.credentials.role)) continue
+        // A session opened with the other password may still be open: end them all, the
+        // pool's own too, and give the pool fresh connections.
+        await ensureLogin(db, entry.credentials)
+        const ended = await terminateSessions(db, entry.credentials.role)
+        const old = entry.pool
+        entry.pool = openPool(entry)
+        entry.prepared = new Set()
+        void old.end(0).catch(() => {})
+        logger.warn('a namespace login password was changed outside the platform; put back', { role: entry.credentials.role, sessionsEnded: ended })
+      }
+    },
+
+    async close() {
+      closed = true
+      if (sweepTimer) clearInterval(sweepTimer)
+      const all = [...entries.values()]
+      entries.clear()
+      await Promise.all(all.map((entry) => entry.ready.then(() => entry.pool.end()).catch(() => {})))
+    },
+  }
+  return api
+}
