@@ -4,7 +4,7 @@
  * so totals divided by the request count are per-request figures.
  */
 import { performance } from 'node:perf_hooks'
-import type { Db, Queryable, Row } from '../../packages/platform/src/db/db.ts'
+import type { Db, LoginPool, Queryable, Row } from '../../packages/platform/src/db/db.ts'
 import type { StatementStats } from './protocol.ts'
 
 export interface CountingDb extends Db {
@@ -26,18 +26,19 @@ export function countingDb(db: Db): CountingDb {
     entry.ms += ms
     stats.set(key, entry)
   }
-  const wrap = (target: Queryable, inner?: { ms: number }): Queryable => {
-    const timed = async <T>(sql: string, run: () => Promise<T>): Promise<T> => {
-      if (!on) return run()
-      const t0 = performance.now()
-      try {
-        return await run()
-      } finally {
-        const ms = performance.now() - t0
-        if (inner) inner.ms += ms
-        record(label(sql), 1, ms)
-      }
+  const timer = (inner?: { ms: number }) => async <T>(sql: string, run: () => Promise<T>): Promise<T> => {
+    if (!on) return run()
+    const t0 = performance.now()
+    try {
+      return await run()
+    } finally {
+      const ms = performance.now() - t0
+      if (inner) inner.ms += ms
+      record(label(sql), 1, ms)
     }
+  }
+  const wrap = (target: Queryable, inner?: { ms: number }): Queryable => {
+    const timed = timer(inner)
     return {
       query: <T extends Row>(text: string, params?: readonly unknown[]) => timed(text, () => target.query<T>(text, params)),
       exec: (script: string) => timed(script, () => target.exec(script)),
@@ -58,6 +59,20 @@ export function countingDb(db: Db): CountingDb {
         record('BEGIN ... COMMIT (sent by the driver around a transaction)', 2, performance.now() - t0 - inner.ms)
       }
     },
+    // The data API's per-namespace login pools (PostgreSQL): their statements are counted too.
+    ...(db.openLoginPool
+      ? {
+          openLoginPool(options): LoginPool {
+            const pool = db.openLoginPool!(options)
+            const timed = timer()
+            return {
+              query: (text, params, queryOptions) => timed(text, () => pool.query(text, params, queryOptions)),
+              transaction: (fn) => pool.transaction((tx) => fn(wrap(tx))),
+              end: (seconds) => pool.end(seconds),
+            }
+          },
+        }
+      : {}),
     listen: (channel, onPayload, options) => db.listen(channel, onPayload, options),
     notify: (channel, payload) => db.notify(channel, payload),
     describe: () => db.describe(),

@@ -108,6 +108,7 @@ export async function prepareFixture(deps: FixtureDeps, options: { rows: number;
     `select schema_name from platform.namespaces where app_id = $1 and environment = 'production' and dev_name = ''`, [appId])
   if (!namespace) throw new Error('the app has no production namespace')
   return {
+    loginKey: Buffer.from(deriveKey(deps.masterKey, 'namespace-logins')).toString('base64'),
     host: `${SLUG}.${base}`,
     appId,
     ownerId,

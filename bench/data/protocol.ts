@@ -23,6 +23,8 @@ export interface Fixture {
   schemaName: string
   rows: number
   seedSeconds: number
+  /** The key the server's namespace logins derive their passwords from (base64), so the bench's own login pool logs in with the same ones. */
+  loginKey: string
 }
 
 export interface StatementStats {

@@ -28,6 +28,8 @@ import postgres from 'postgres'
 import { ident } from '../../packages/platform/src/db/db.ts'
 import { openPostgres } from '../../packages/platform/src/db/postgres.ts'
 import { findNamespace, runAsRole } from '../../packages/platform/src/deploy/namespaces.ts'
+import { createNamespaceSql } from '../../packages/platform/src/deploy/namespace-sql.ts'
+import { silentLogger } from '../../packages/platform/src/lib/logger.ts'
 import { loadSchema } from '../../packages/platform/src/data-api/schema.ts'
 import { parseMutationParams, parseReadRequest } from '../../packages/platform/src/data-api/query-parser.ts'
 import { parsePrefer } from '../../packages/platform/src/data-api/query-prefer.ts'
@@ -55,7 +57,8 @@ const CASES: readonly CaseName[] = ['pk read', 'list 50', 'insert']
 const COLUMNS = 'id, category, name, price, created_by, created_at'
 const DRIVER = 'driver (postgres, prepared)'
 const API = 'API, svc_app_ token'
-const WRAPPED = 'API statement via runAsRole, no HTTP'
+const WRAPPED = 'API statement via the wrapper (runAsRole), no HTTP'
+const LOGIN = 'API statement via the login pool, no HTTP'
 const FLOOR = 'floor: bare Hono + driver, no auth'
 const JWT = 'API, user JWT (granted)'
 const INSERT_ROW = { category: 'inserted', name: 'bench insert', price: 9.99 }
@@ -248,6 +251,13 @@ async function runPostgres(databaseUrl: string, rows: Row[]): Promise<Map<string
         body: INSERT_ROW,
       }),
     }
+    const appSql = createNamespaceSql({
+      db: platformDb, logger: silentLogger, loginKey: new Uint8Array(Buffer.from(fixture.loginKey, 'base64')),
+      connections: 32, poolSize: 4, statementTimeoutMs: 120_000, sweepIntervalMs: 0,
+    })
+    const readOnly: Record<CaseName, boolean> = { 'pk read': true, 'list 50': true, insert: false }
+    const viaLogin = (name: CaseName) => () =>
+      appSql.statement({ namespace, role: 'user' }, statements[name](), { claims, readOnly: readOnly[name] })
     const wrapped = (name: CaseName) => () => {
       const statement = statements[name]()
       return runAsRole(platformDb, { namespace, role: 'user' }, statementSql(statement), { claims, params: statement.params })
@@ -266,6 +276,7 @@ async function runPostgres(databaseUrl: string, rows: Row[]): Promise<Map<string
         const group: Entry[] = [
           { name, target: DRIVER, connections: CONNECTIONS, runner: calls(driverCalls[name], CONNECTIONS), timing: HEADLINE },
           { name, target: API, connections: CONNECTIONS, runner: api(cases[name], CONNECTIONS), timing: HEADLINE, versus: DRIVER },
+          { name, target: LOGIN, connections: CONNECTIONS, runner: calls(viaLogin(name), CONNECTIONS), timing: SECONDARY, versus: DRIVER },
           { name, target: WRAPPED, connections: CONNECTIONS, runner: calls(wrapped(name), CONNECTIONS), timing: SECONDARY, versus: DRIVER },
         ]
         if (name === 'pk read') {
@@ -285,6 +296,7 @@ async function runPostgres(databaseUrl: string, rows: Row[]): Promise<Map<string
       ], rows)
     } finally {
       await floor.stop()
+      await appSql.close()
     }
     log(`postgres: profiling ${PROFILE_REQUESTS} sequential requests per case`)
     return await profileCases(child, target, { ...cases, 'pk read (user JWT)': jwtCase })
