@@ -26,11 +26,10 @@ export interface LoginPoolOptions {
   searchPath: string
   /** More startup parameters (custom settings such as `request.jwt.claims`). */
   settings?: Record<string, string>
-  /**
-   * Every statement is cancelled from the client side after this long. The server's own
-   * statement_timeout is a session setting the role's SQL could change; this it cannot.
-   */
-  queryTimeoutMs: number
+  /** A connection is replaced after this long, busy or not. */
+  maxLifetimeSeconds: number
+  /** Opening a connection fails after this long. */
+  connectTimeoutSeconds: number
 }
 
 export interface LoginPool {

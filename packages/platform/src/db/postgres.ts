@@ -82,6 +82,10 @@ function openLoginPool(options: PostgresOptions, login: LoginPoolOptions): Login
     password: login.password,
     max: login.max,
     idle_timeout: login.idleSeconds,
+    // A busy connection is replaced after this long: what a session accumulated goes with it.
+    max_lifetime: login.maxLifetimeSeconds,
+    // An unreachable server fails the login soon, so the caller can fall back.
+    connect_timeout: login.connectTimeoutSeconds,
     onnotice: () => {},
     types: TYPES,
     connection: {
@@ -92,16 +96,8 @@ function openLoginPool(options: PostgresOptions, login: LoginPoolOptions): Login
     },
   })
   const run = async <T extends Row>(target: postgres.Sql | postgres.TransactionSql, text: string, params: readonly unknown[],
-    prepare: boolean): Promise<T[]> => {
-    const query = target.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare })
-    // The role's SQL can change its own session's statement_timeout; this bound it cannot.
-    const timer = setTimeout(() => void query.cancel(), login.queryTimeoutMs)
-    try {
-      return (await query) as unknown as T[]
-    } finally {
-      clearTimeout(timer)
-    }
-  }
+    prepare: boolean): Promise<T[]> =>
+    (await target.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare })) as unknown as T[]
   return {
     query: (text, params, queryOptions = {}) => run(sql, text, params, queryOptions.prepare ?? false),
     async transaction(fn) {

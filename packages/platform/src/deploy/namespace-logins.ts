@@ -44,51 +44,96 @@ export function scramVerifier(password: string, salt: Uint8Array, iterations: nu
 }
 
 /**
- * Makes `credentials.role` a login role with the expected verifier, allowed to connect to
- * this database and a member of `LOGIN_GROUP`. A read when all is in place; one process at a
- * time per role otherwise (concurrent `alter role` on one role fails in PostgreSQL).
+ * Settings every namespace login carries as its role's own defaults: superuser-only
+ * parameters, which the role's own SQL can neither change nor remove. `temp_file_limit`
+ * bounds the temporary files one session (a held cursor, a large sort) keeps on the server.
  */
-export async function ensureLogin(db: Db, credentials: LoginCredentials): Promise<void> {
-  await db.transaction(async (tx) => {
+export const LOGIN_ROLE_CONFIG: readonly string[] = ['temp_file_limit=1GB']
+
+/**
+ * What `ensureLogin` found: `ready` (nothing to do), `enabled` (first login), or `repaired`:
+ * the role could log in but with another password or settings (its own SQL changed them, or
+ * the master key changed). After `repaired`, sessions opened with the other password may be
+ * open: the caller ends them.
+ */
+export type LoginState = 'ready' | 'enabled' | 'repaired'
+
+/**
+ * Makes `credentials.role` a login role with the expected verifier and settings, allowed to
+ * connect to this database and a member of `LOGIN_GROUP`, and records the verifier for the
+ * sweep. A read when all is in place; one process at a time per role otherwise (concurrent
+ * `alter role` on one role fails in PostgreSQL). App SQL can take the same advisory lock
+ * (transaction-level ones are granted), so the wait is bounded.
+ */
+export async function ensureLogin(db: Db, credentials: LoginCredentials, namespaceId: string): Promise<LoginState> {
+  return db.transaction(async (tx) => {
+    await tx.query(`select pg_catalog.set_config('lock_timeout', '5s', true)`)
     await tx.query('select pg_advisory_xact_lock(hashtext($1))', [`namespace-login:${credentials.role}`])
-    const [row] = await tx.query<{ ready: boolean }>(
-      `select a.rolcanlogin and a.rolpassword is not distinct from $2
+    const [row] = await tx.query<{ can_login: boolean; ready: boolean }>(
+      `select a.rolcanlogin as can_login,
+              a.rolcanlogin and a.rolpassword is not distinct from $2
+              and coalesce((select s.setconfig from pg_catalog.pg_db_role_setting s
+                             where s.setrole = a.oid and s.setdatabase = 0), '{}') @> $4::text[]
               and pg_catalog.has_database_privilege(a.oid, pg_catalog.current_database(), 'CONNECT')
-              and pg_catalog.pg_has_role(a.oid, $3, 'MEMBER') as ready
+              and pg_catalog.pg_has_role(a.oid, $3, 'MEMBER')
+              and exists (select from platform.namespace_logins l where l.role_name = a.rolname and l.verifier = $2) as ready
          from pg_catalog.pg_authid a where a.rolname = $1`,
-      [credentials.role, credentials.verifier, LOGIN_GROUP])
+      [credentials.role, credentials.verifier, LOGIN_GROUP, LOGIN_ROLE_CONFIG])
     if (!row) throw new Error(`role ${credentials.role} does not exist`)
-    if (row.ready) return
+    if (row.ready) return 'ready'
     const role = ident(credentials.role)
     await tx.exec(`
 alter role ${role} login password ${literal(credentials.verifier)};
+${LOGIN_ROLE_CONFIG.map((setting) => {
+  const [name, value] = setting.split('=') as [string, string]
+  return `alter role ${role} set ${ident(name)} = ${literal(value)};`
+}).join('\n')}
 grant ${ident(LOGIN_GROUP)} to ${role};
 do $grant$ begin
   execute pg_catalog.format('grant connect on database %I to %I', pg_catalog.current_database(), ${literal(credentials.role)});
 end $grant$;`)
+    await tx.query(
+      `insert into platform.namespace_logins (role_name, namespace_id, verifier) values ($1, $2, $3)
+       on conflict (role_name) do update set verifier = excluded.verifier, updated_at = now()`,
+      [credentials.role, namespaceId, credentials.verifier])
+    return row.can_login ? 'repaired' : 'enabled'
   })
 }
 
 /**
- * Of the given logins, those whose role no longer has the verifier the platform set (the
- * role's own SQL changed its password, or an operator did): the caller puts them back.
+ * Namespace logins whose role no longer has the password the platform set (its own SQL
+ * changed it, or an operator did), whichever process set it: one query.
  */
-export async function tamperedLogins(db: Db, logins: readonly LoginCredentials[]): Promise<string[]> {
-  if (logins.length === 0) return []
-  const rows = await db.query<{ rolname: string }>(
-    `select a.rolname from unnest($1::text[], $2::text[]) as e(role, verifier)
-       join pg_catalog.pg_authid a on a.rolname = e.role
-      where not a.rolcanlogin or a.rolpassword is distinct from e.verifier`,
-    [logins.map((l) => l.role), logins.map((l) => l.verifier)])
-  return rows.map((r) => r.rolname)
+export async function tamperedLogins(db: Db): Promise<string[]> {
+  const rows = await db.query<{ role_name: string }>(
+    `select l.role_name from platform.namespace_logins l
+       join pg_catalog.pg_authid a on a.rolname = l.role_name
+      where not a.rolcanlogin or a.rolpassword is distinct from l.verifier`)
+  return rows.map((r) => r.role_name)
 }
 
-/** Ends every session of a role (after its password was put back: a session opened with the other one). */
+/** Ends every session of a role (after its password was put back: one may be an intruder's). */
 export async function terminateSessions(db: Db, role: string): Promise<number> {
   // Materialized first: in one WHERE the planner may call pg_terminate_backend before it
   // filters by role, ending every session on the server.
   const rows = await db.query<{ pid: number }>(
     `with targets as materialized (select pid from pg_catalog.pg_stat_activity where usename = $1)
      select pid from targets where pg_catalog.pg_terminate_backend(pid)`, [role])
+  return rows.length
+}
+
+/**
+ * Cancels the statements of namespace logins that have run longer than `maxMs`: a session's
+ * own statement_timeout is a setting its SQL can lift, and a commit's deferred triggers have
+ * none. Any process may cancel any login's statement; one query.
+ */
+export async function cancelOverdue(db: Db, maxMs: number): Promise<number> {
+  const rows = await db.query<{ pid: number }>(
+    `with overdue as materialized (
+       select a.pid from pg_catalog.pg_stat_activity a
+        where a.state = 'active' and a.query_start < pg_catalog.clock_timestamp() - $1 * interval '1 millisecond'
+          and a.usesysid in (select m.member from pg_catalog.pg_auth_members m
+                               join pg_catalog.pg_roles g on g.oid = m.roleid where g.rolname = $2))
+     select pid from overdue where pg_catalog.pg_cancel_backend(pid)`, [maxMs, LOGIN_GROUP])
   return rows.length
 }

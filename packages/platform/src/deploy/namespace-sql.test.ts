@@ -25,7 +25,9 @@ describe(`namespace SQL: login pools and the wrapper give the same answers (${ba
   const warnings: string[] = []
   const logger: Logger = { ...silentLogger, warn: (message) => void warnings.push(message) }
   const open = (overrides: Partial<NamespaceSqlOptions> = {}) => {
-    const sql = createNamespaceSql({ db: t.db, loginKey, logger, connections: 8, poolSize: 2, statementTimeoutMs: 10_000, sweepIntervalMs: 0, ...overrides })
+    const sql = createNamespaceSql({
+      db: t.db, loginKey, logger, connections: 8, poolSize: 2, statementTimeoutMs: 10_000, sweepIntervalMs: 0, watchdogIntervalMs: 0, ...overrides,
+    })
     opened.push(sql)
     return sql
   }
@@ -70,7 +72,15 @@ describe(`namespace SQL: login pools and the wrapper give the same answers (${ba
           select pg_catalog.set_config('request.jwt.claims', json_build_object('sub', sub)::text, false) $$;
         create function prepared_here() returns json language sql as $$ select json_agg(name) from pg_prepared_statements $$;
         create function set_password() returns void language plpgsql as $$
-          begin execute 'alter role current_user password ''chosen-by-the-app'''; end $$;`)
+          begin execute 'alter role current_user password ''chosen-by-the-app'''; end $$;
+        create sequence deny_calls;
+        create function deny(code text) returns void language plpgsql as $$
+          begin perform nextval('deny_calls'); raise exception 'not for you' using errcode = code; end $$;
+        create function slow(seconds float8) returns json language sql as $$ select to_json(pg_sleep(seconds)::text) $$;
+        create table deferred_work (n int);
+        create function sleep_at_commit() returns trigger language plpgsql as $$ begin perform pg_sleep(10); return null; end $$;
+        create constraint trigger at_commit after insert on deferred_work deferrable initially deferred
+          for each row execute function sleep_at_commit();`)
     }
   })
   after(async () => {
@@ -105,7 +115,13 @@ describe(`namespace SQL: login pools and the wrapper give the same answers (${ba
     assert.equal(who.current, roleName(ns, 'user'))
     assert.equal(who.system, false)
     assert.equal(who.uid, ALICE)
-    if (backend === 'postgres') assert.equal(who.session, roleName(ns, 'user'), 'the login pool connects as the role itself')
+    if (backend === 'postgres') {
+      assert.equal(who.session, roleName(ns, 'user'), 'the login pool connects as the role itself')
+      // A superuser-only limit on the role, which its own SQL cannot lift.
+      assert.equal(await sql.statement(user(), value(`to_json(current_setting('temp_file_limit'))`), { claims: null, readOnly: true }), '1GB')
+      await assert.rejects(sql.statement(user(), value(`to_json(set_config('temp_file_limit', '-1', false))`), { claims: null, readOnly: true }),
+        /permission denied to set parameter/)
+    }
     for (const target of [roleName(ns, 'system'), roleName(ns, 'owner'), roleName(other, 'user'), 'postgres']) {
       await assert.rejects(
         sql.transaction(user(), { claims: null, readOnly: false }, (tx) => tx.statement({
@@ -232,12 +248,69 @@ describe(`namespace SQL: login pools and the wrapper give the same answers (${ba
       assert.ok(warnings.some((w) => /changed outside the platform/.test(w)), warnings.join('\n'))
       await assert.rejects(intruder`select 1`, 'the intruder\'s session was ended')
       const again = postgres(url.toString(), { max: 1, onnotice: () => {} })
-      await assert.rejects(again`select 1`, /password authentication failed|terminat/)
+      await assert.rejects(again`select 1`, /password authentication failed/)
       await again.end()
       assert.deepEqual(await mine(sql, BOB), [BOB], 'the platform\'s own pool logs in again')
     } finally {
       await intruder.end({ timeout: 1 })
     }
+  })
+
+  test('a password changed where no pool of this process is open is found too; a failed login repairs and ends sessions', onPostgres, async () => {
+    const first = open()
+    assert.deepEqual(await mine(first, ALICE, other), [ALICE])
+    await first.close()
+    const role = roleName(other, 'user')
+    // Through the wrapper (the platform's own session), as the role: no pool involved.
+    await runAsRole(t.db, { namespace: other, role: 'user' }, `alter role current_user password 'chosen-by-the-app'`)
+    warnings.length = 0
+    const sweeper = open()
+    await sweeper.sweep()
+    assert.ok(warnings.some((w) => /changed outside the platform/.test(w)), warnings.join('\n'))
+    // Changed again; this time the pool's next login fails and puts it back on the spot.
+    await runAsRole(t.db, { namespace: other, role: 'user' }, `alter role current_user password 'chosen-by-the-app'`)
+    const url = new URL(t.url!)
+    url.username = role
+    url.password = 'chosen-by-the-app'
+    const intruder = postgres(url.toString(), { max: 1, onnotice: () => {} })
+    try {
+      await intruder`select 1`
+      warnings.length = 0
+      const fresh = open()
+      assert.deepEqual(await mine(fresh, BOB, other), [BOB])
+      assert.equal(fresh.stats().wrapper, 0, 'served by its login pool after the repair')
+      assert.ok(warnings.some((w) => /changed outside the platform/.test(w)), warnings.join('\n'))
+      await assert.rejects(intruder`select 1`, 'the session opened with the app\'s password was ended')
+    } finally {
+      await intruder.end({ timeout: 1 })
+    }
+  })
+
+  test('an error code an app raises is the app\'s error: the statement runs once and the pool stays', async () => {
+    const sql = open()
+    const codes = ['28000', '28P01', '53300', '57P03']
+    for (const code of codes) {
+      const before = sql.stats()
+      await assert.rejects(sql.statement(user(), value('(select to_json(deny($1::jsonb->>0)::text))', [code]), { claims: null, readOnly: false }),
+        (error: { code?: string }) => error.code === code)
+      if (backend === 'postgres') assert.equal(sql.stats().wrapper, before.wrapper, `${code}: not retried through the wrapper`)
+    }
+    // A sequence is not rolled back with the call: it counts the times the function ran.
+    const [row] = await t.db.query<{ n: number }>(`select last_value::int as n from ${ns.schemaName}.deny_calls`)
+    assert.equal(row!.n, codes.length, 'each call ran exactly once')
+    assert.ok(!warnings.some((w) => /unavailable/.test(w) && w.includes(roleName(ns, 'user'))))
+    assert.deepEqual(await mine(sql, ALICE), [ALICE])
+  })
+
+  test('replacing a pool lets its statements in flight finish', onPostgres, async () => {
+    const sql = open({ poolSize: 2, maxPrepared: 1 })
+    const slow = sql.statement(user(), value('slow(1.5)'), { claims: null, readOnly: true })
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    // Two shapes each used twice: the second to be prepared replaces the pool.
+    for (const shape of [1, 2]) {
+      for (let i = 0; i < 2; i++) await sql.statement(user(), value(`to_json(${shape})`), { claims: null, readOnly: true })
+    }
+    assert.equal(await slow, '')
   })
 
   test('the login password is derived, stable, and not the stored verifier', () => {
@@ -249,10 +322,15 @@ describe(`namespace SQL: login pools and the wrapper give the same answers (${ba
     assert.ok(!a.verifier.includes(a.password))
   })
 
-  test('app SQL cannot outlast the statement timeout by changing its own session\'s', onPostgres, async () => {
-    const sql = open({ poolSize: 1, statementTimeoutMs: 300 })
-    await sql.statement(user(), value(`(select pg_catalog.set_config('statement_timeout', '0', false))`), { claims: null, readOnly: false })
-    // Were it not cancelled, the sleep would end and the statement succeed.
-    await assert.rejects(sql.statement(user(), value('(select pg_sleep(10) is null)'), { claims: null, readOnly: true }), /cancel/)
+  test('app SQL cannot outlast the statement timeout by changing its own session\'s, nor at commit', onPostgres, async () => {
+    const sql = open({ poolSize: 1, statementTimeoutMs: 300, watchdogIntervalMs: 100 })
+    await sql.statement(user(), value(`(select to_json(pg_catalog.set_config('statement_timeout', '0', false)))`), { claims: null, readOnly: false })
+    // Were they not cancelled, the sleeps would end after 10 s and the calls succeed.
+    await assert.rejects(sql.statement(user(), value('slow(10)'), { claims: null, readOnly: true }), /canceling statement/)
+    // A deferred trigger runs at commit, outside any statement's own timeout.
+    await assert.rejects(sql.transaction(user(), { claims: null, readOnly: false }, (tx) => tx.statement({
+      ctes: ['w as (insert into deferred_work values (1) returning 1)'], value: '(select to_json(count(*)) from w)', params: [],
+    })), /canceling statement/)
+    assert.ok(warnings.some((w) => /past the statement timeout/.test(w)))
   })
 })

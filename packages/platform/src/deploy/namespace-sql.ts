@@ -20,7 +20,7 @@
 import type { Db, LoginPool } from '../db/db.ts'
 import { ident } from '../db/db.ts'
 import type { Logger } from '../lib/logger.ts'
-import { ensureLogin, loginCredentials, tamperedLogins, terminateSessions, type LoginCredentials } from './namespace-logins.ts'
+import { cancelOverdue, ensureLogin, loginCredentials, tamperedLogins, terminateSessions, type LoginCredentials } from './namespace-logins.ts'
 import { roleName, runAsRole, type Namespace, type NamespaceRole } from './namespaces.ts'
 
 export interface SqlTarget {
@@ -58,6 +58,8 @@ export interface NamespaceSql {
   stats(): { login: number; wrapper: number; pools: number }
   /** Puts back login passwords changed outside the platform; closes idle pools. Runs on a timer too. */
   sweep(): Promise<void>
+  /** Cancels login statements past the statement timeout. Runs on a timer too. */
+  watchdog(): Promise<void>
   close(): Promise<void>
 }
 
@@ -70,7 +72,7 @@ export interface NamespaceSqlOptions {
   connections: number
   /** Connections per namespace role. */
   poolSize: number
-  /** Statements are cancelled from the client this long after the server's own timeout. */
+  /** The server's statement_timeout; the watchdog cancels login statements one second past it. */
   statementTimeoutMs: number
   /** A pool unused this long is closed. Default 5 minutes. */
   idleMs?: number
@@ -78,6 +80,8 @@ export interface NamespaceSqlOptions {
   maxPrepared?: number
   /** How often `sweep` runs. Default 30 s; 0: only when called. */
   sweepIntervalMs?: number
+  /** How often `watchdog` runs while pools are open. Default 1 s; 0: only when called. */
+  watchdogIntervalMs?: number
   now?: () => number
 }
 
@@ -87,6 +91,7 @@ interface Entry {
   pool: LoginPool
   /** Resolves once the role can log in; false when it cannot (the wrapper serves it). */
   ready: Promise<boolean>
+  /** Requests holding this entry (taken in `acquire`, so nothing ends a pool they are about to use). */
   inFlight: number
   lastUsed: number
   /** Statement texts seen once (not prepared yet) and texts prepared on this pool. */
@@ -94,9 +99,17 @@ interface Entry {
   prepared: Set<string>
 }
 
-/** Errors raised while a connection is being opened: the statement never ran. */
-const CONNECT_FAILURES = new Set(['28P01', '28000', '53300', '57P03', 'CONNECT_TIMEOUT', 'ECONNREFUSED', 'ENOTFOUND'])
-const AUTH_FAILED = '28P01'
+/**
+ * Errors raised while a connection is being opened, so the statement never ran: the server's
+ * refusals of a login (told apart by the server function that raised them, since an app's
+ * own SQL may raise any SQLSTATE, 28000 included), the driver's failures to connect, and a
+ * pool already ended.
+ */
+const LOGIN_ROUTINES = new Set([
+  'auth_failed', 'ClientAuthentication', 'InitializeSessionUserId', 'InitPostgres', 'InitProcess',
+  'ProcessStartupPacket', 'BackendInitialize', 'CheckMyDatabase', 'canAcceptConnections',
+])
+const DRIVER_CONNECT_ERRORS = new Set(['CONNECT_TIMEOUT', 'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'CONNECTION_ENDED'])
 const RETRY_DOWN_MS = 60_000
 const MAX_SEEN = 1024
 const FALLBACK = Symbol('fallback')
@@ -109,9 +122,26 @@ function withPrologue(prologue: string, parts: Pick<StatementParts, 'ctes' | 'va
   return `with ${[first, ...parts.ctes].join(', ')} select ${parts.value} as result from pgrst_prologue`
 }
 
-function codeOf(error: unknown): string | undefined {
-  const e = error as { code?: unknown; errno?: unknown }
-  return typeof e?.code === 'string' ? e.code : typeof e?.errno === 'string' ? e.errno : undefined
+function errorFields(error: unknown): { code?: string; routine?: string; severity?: string } {
+  const e = error as { code?: unknown; errno?: unknown; routine?: unknown; severity?: unknown }
+  const code = typeof e?.code === 'string' ? e.code : typeof e?.errno === 'string' ? e.errno : undefined
+  return {
+    ...(code !== undefined ? { code } : {}),
+    ...(typeof e?.routine === 'string' ? { routine: e.routine } : {}),
+    ...(typeof e?.severity === 'string' ? { severity: e.severity } : {}),
+  }
+}
+
+/** The statement never ran: the login failed, or no connection could be opened. */
+export function isConnectFailure(error: unknown): boolean {
+  const { code, routine, severity } = errorFields(error)
+  if (code !== undefined && DRIVER_CONNECT_ERRORS.has(code)) return true
+  return severity === 'FATAL' && routine !== undefined && LOGIN_ROUTINES.has(routine)
+}
+
+function isAuthFailure(error: unknown): boolean {
+  const { code, routine, severity } = errorFields(error)
+  return code === '28P01' && severity === 'FATAL' && routine === 'auth_failed'
 }
 
 function firstValue(rows: Record<string, unknown>[]): unknown {
@@ -125,6 +155,8 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
   const idleMs = options.idleMs ?? 5 * 60_000
   const maxPrepared = options.maxPrepared ?? 256
   const maxPools = db.openLoginPool && options.poolSize > 0 ? Math.floor(options.connections / options.poolSize) : 0
+  /** A pool being replaced gets this long for statements in flight: the watchdog's bound, and a second. */
+  const drainSeconds = Math.ceil(options.statementTimeoutMs / 1000) + 3
   /** Open pools by role name, least recently used first. */
   const entries = new Map<string, Entry>()
   /** Roles whose pool could not log in, until when the wrapper serves them. */
@@ -149,24 +181,45 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
       password: entry.credentials.password,
       max: options.poolSize,
       idleSeconds: 60,
+      maxLifetimeSeconds: 10 * 60,
+      connectTimeoutSeconds: 5,
       searchPath: `${ident(entry.target.namespace.schemaName)}, extensions`,
       // Policies that read the setting directly (`current_setting(...)::jsonb`) are also
       // evaluated while planning, before the statement sets it: valid JSON, never ''.
       settings: { 'request.jwt.claims': '{}' },
-      queryTimeoutMs: options.statementTimeoutMs + 1000,
     })
+  }
+
+  /** Gives the entry a fresh pool; the old one finishes what it is running, then closes. */
+  function replacePool(entry: Entry): void {
+    const old = entry.pool
+    entry.pool = openPool(entry)
+    entry.prepared = new Set()
+    entry.seen = new Map()
+    void old.end(drainSeconds).catch(() => {})
   }
 
   function markDown(entry: Entry, error: unknown): void {
     const role = entry.credentials.role
     down.set(role, now() + RETRY_DOWN_MS)
     if (entries.get(role) === entry) entries.delete(role)
-    void entry.pool.end(0).catch(() => {})
+    void entry.pool.end(drainSeconds).catch(() => {})
+    const { code } = errorFields(error)
     logger.warn('namespace login pool unavailable; the shared wrapper serves it for a minute', {
-      role, code: codeOf(error) ?? 'unknown', reason: error instanceof Error ? error.message : String(error),
+      role, code: code ?? 'unknown', reason: error instanceof Error ? error.message : String(error),
     })
   }
 
+  /** Puts a login back in order; a repair (password changed elsewhere) also ends the role's sessions. */
+  async function ensure(entry: Entry): Promise<void> {
+    const state = await ensureLogin(db, entry.credentials, entry.target.namespace.id)
+    if (state !== 'repaired') return
+    const ended = await terminateSessions(db, entry.credentials.role)
+    if (entries.get(entry.credentials.role) === entry) replacePool(entry)
+    logger.warn('a namespace login password was changed outside the platform; put back', { role: entry.credentials.role, sessionsEnded: ended })
+  }
+
+  /** The entry for a target, held (`inFlight`) until `release`; null: the wrapper serves it. */
   function acquire(target: SqlTarget): Entry | null {
     if (maxPools === 0 || closed) return null
     const role = roleName(target.namespace, target.role)
@@ -175,30 +228,36 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
       if (now() < until) return null
       down.delete(role)
     }
-    const existing = entries.get(role)
-    if (existing) {
+    let entry = entries.get(role)
+    if (entry) {
       entries.delete(role)
-      entries.set(role, existing)
-      return existing
+    } else {
+      if (entries.size >= maxPools) {
+        const idle = [...entries.values()].find((e) => e.inFlight === 0)
+        if (!idle) return null
+        entries.delete(idle.credentials.role)
+        void idle.pool.end(drainSeconds).catch(() => {})
+      }
+      const created: Entry = {
+        credentials: credentialsOf(role), target, pool: undefined as unknown as LoginPool, ready: Promise.resolve(false),
+        inFlight: 0, lastUsed: now(), seen: new Map(), prepared: new Set(),
+      }
+      created.pool = openPool(created)
+      created.ready = ensure(created).then(() => true, (error) => {
+        markDown(created, error)
+        return false
+      })
+      entry = created
     }
-    if (entries.size >= maxPools) {
-      const idle = [...entries.values()].find((e) => e.inFlight === 0)
-      if (!idle) return null
-      entries.delete(idle.credentials.role)
-      void idle.pool.end().catch(() => {})
-    }
-    const credentials = credentialsOf(role)
-    const entry: Entry = {
-      credentials, target, pool: undefined as unknown as LoginPool, ready: Promise.resolve(false),
-      inFlight: 0, lastUsed: now(), seen: new Map(), prepared: new Set(),
-    }
-    entry.pool = openPool(entry)
-    entry.ready = ensureLogin(db, credentials).then(() => true, (error) => {
-      markDown(entry, error)
-      return false
-    })
     entries.set(role, entry)
+    entry.inFlight++
+    startWatchdog()
     return entry
+  }
+
+  function release(entry: Entry): void {
+    entry.inFlight--
+    entry.lastUsed = now()
   }
 
   /** Whether to prepare `text` on this pool: from its second use, up to `maxPrepared` texts per pool. */
@@ -209,40 +268,31 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
       if (entry.seen.size > MAX_SEEN) entry.seen.delete(entry.seen.keys().next().value!)
       return false
     }
-    if (entry.prepared.size >= maxPrepared) {
-      // Every connection keeps what was prepared on it: a fresh pool bounds that memory.
-      const old = entry.pool
-      entry.pool = openPool(entry)
-      entry.prepared = new Set()
-      void old.end().catch(() => {})
-    }
+    // Every connection keeps what was prepared on it: a fresh pool bounds that memory.
+    if (entry.prepared.size >= maxPrepared) replacePool(entry)
     entry.prepared.add(text)
     return true
   }
 
   /**
-   * Runs `work` (on `entry.pool`, read when it runs: a pool may be replaced); FALLBACK when no
-   * connection could be opened, so nothing ran.
+   * Runs `work` (on `entry.pool`, read when it runs: a pool may be replaced); FALLBACK when
+   * no connection could be opened, so nothing ran.
    */
   async function onPool<T>(entry: Entry, work: () => Promise<T>): Promise<T | typeof FALLBACK> {
     if (!(await entry.ready)) return FALLBACK
-    entry.inFlight++
     try {
       try {
         return await work()
       } catch (error) {
-        if (codeOf(error) !== AUTH_FAILED) throw error
+        if (!isAuthFailure(error)) throw error
         // The password was changed (by the role's own SQL, or by an operator): put it back once.
-        await ensureLogin(db, entry.credentials)
+        await ensure(entry)
         return await work()
       }
     } catch (error) {
-      if (!CONNECT_FAILURES.has(codeOf(error) ?? '')) throw error
+      if (!isConnectFailure(error)) throw error
       markDown(entry, error)
       return FALLBACK
-    } finally {
-      entry.inFlight--
-      entry.lastUsed = now()
     }
   }
 
@@ -279,26 +329,37 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
     }))
   }
 
-  const sweepTimer = options.sweepIntervalMs === 0 ? null : setInterval(() => {
-    void api.sweep().catch((error) => logger.warn('namespace login sweep failed', { error: String(error) }))
-  }, options.sweepIntervalMs ?? 30_000)
+  const report = (what: string) => (error: unknown) => logger.warn(`namespace login ${what} failed`, { error: String(error) })
+  const sweepTimer = options.sweepIntervalMs === 0 ? null : setInterval(() => void api.sweep().catch(report('sweep')), options.sweepIntervalMs ?? 30_000)
   sweepTimer?.unref()
+  let watchdogTimer: ReturnType<typeof setInterval> | null = null
+  function startWatchdog(): void {
+    if (watchdogTimer || options.watchdogIntervalMs === 0 || closed) return
+    watchdogTimer = setInterval(() => void api.watchdog().catch(report('watchdog')), options.watchdogIntervalMs ?? 1000)
+    watchdogTimer.unref()
+  }
 
   const api: NamespaceSql = {
     async statement(target, parts, run) {
       const entry = acquire(target)
-      if (entry && run.separateClaims) {
-        const result = await loginTransaction(entry, run, (tx) => tx.statement(parts))
-        if (result !== FALLBACK) return result
-      } else if (entry) {
-        const text = withPrologue(`${CLAIMS(2)}${run.readOnly ? `, ${READ_ONLY}` : ''}, $1::jsonb`, parts, true)
-        const result = await onPool(entry, async () => {
-          const named = prepare(entry, text)
-          const rows = await entry.pool.query(text, [JSON.stringify(parts.params), claimsText(run.claims)], { prepare: named })
-          counts.login++
-          return firstValue(rows)
-        })
-        if (result !== FALLBACK) return result
+      if (entry) {
+        try {
+          if (run.separateClaims) {
+            const result = await loginTransaction(entry, run, (tx) => tx.statement(parts))
+            if (result !== FALLBACK) return result
+          } else {
+            const text = withPrologue(`${CLAIMS(2)}${run.readOnly ? `, ${READ_ONLY}` : ''}, $1::jsonb`, parts, true)
+            const result = await onPool(entry, async () => {
+              const named = prepare(entry, text)
+              const rows = await entry.pool.query(text, [JSON.stringify(parts.params), claimsText(run.claims)], { prepare: named })
+              counts.login++
+              return firstValue(rows)
+            })
+            if (result !== FALLBACK) return result
+          }
+        } finally {
+          release(entry)
+        }
       }
       counts.wrapper++
       const text = withPrologue(run.readOnly ? READ_ONLY : 'null', parts, true)
@@ -308,8 +369,12 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
     async transaction(target, run, fn) {
       const entry = acquire(target)
       if (entry) {
-        const result = await loginTransaction(entry, run, fn)
-        if (result !== FALLBACK) return result
+        try {
+          const result = await loginTransaction(entry, run, fn)
+          if (result !== FALLBACK) return result
+        } finally {
+          release(entry)
+        }
       }
       return wrapperTransaction(target, run, fn)
     },
@@ -321,28 +386,36 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
       for (const [role, entry] of entries) {
         if (entry.inFlight === 0 && entry.lastUsed < cutoff) {
           entries.delete(role)
-          await entry.pool.end().catch(() => {})
+          await entry.pool.end(drainSeconds).catch(() => {})
         }
       }
-      const open = [...entries.values()]
-      const tampered = new Set(await tamperedLogins(db, open.map((e) => e.credentials)))
-      for (const entry of open) {
-        if (!tampered.has(entry.credentials.role)) continue
-        // A session opened with the other password may still be open: end them all, the
-        // pool's own too, and give the pool fresh connections.
-        await ensureLogin(db, entry.credentials)
-        const ended = await terminateSessions(db, entry.credentials.role)
-        const old = entry.pool
-        entry.pool = openPool(entry)
-        entry.prepared = new Set()
-        void old.end(0).catch(() => {})
-        logger.warn('a namespace login password was changed outside the platform; put back', { role: entry.credentials.role, sessionsEnded: ended })
+      // Every login of this database, not only this process's pools: a password changed
+      // through the wrapper, or on a pool since closed, is found too.
+      for (const role of await tamperedLogins(db)) {
+        const entry = entries.get(role)
+        const namespaceId = entry?.target.namespace.id ??
+          (await db.query<{ namespace_id: string }>('select namespace_id from platform.namespace_logins where role_name = $1', [role]))[0]?.namespace_id
+        if (!namespaceId) continue
+        await ensureLogin(db, credentialsOf(role), namespaceId)
+        const ended = await terminateSessions(db, role)
+        if (entry && entries.get(role) === entry) replacePool(entry)
+        logger.warn('a namespace login password was changed outside the platform; put back', { role, sessionsEnded: ended })
+      }
+    },
+
+    async watchdog() {
+      const cancelled = await cancelOverdue(db, options.statementTimeoutMs + 1000)
+      if (cancelled > 0) logger.warn('cancelled namespace login statements past the statement timeout', { cancelled })
+      if (entries.size === 0 && watchdogTimer) {
+        clearInterval(watchdogTimer)
+        watchdogTimer = null
       }
     },
 
     async close() {
       closed = true
       if (sweepTimer) clearInterval(sweepTimer)
+      if (watchdogTimer) clearInterval(watchdogTimer)
       const all = [...entries.values()]
       entries.clear()
       await Promise.all(all.map((entry) => entry.ready.then(() => entry.pool.end()).catch(() => {})))

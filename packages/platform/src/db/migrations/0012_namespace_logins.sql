@@ -20,3 +20,13 @@ revoke execute on function
   pg_catalog.pg_try_advisory_lock(bigint), pg_catalog.pg_try_advisory_lock(integer, integer),
   pg_catalog.pg_try_advisory_lock_shared(bigint), pg_catalog.pg_try_advisory_lock_shared(integer, integer)
   from public;
+
+-- The SCRAM verifier the platform set on each namespace login (the password itself is derived
+-- from the master key and stored nowhere). A role may change its own password; the sweep
+-- compares pg_authid with this and puts it back.
+create table platform.namespace_logins (
+  role_name text primary key,
+  namespace_id uuid not null references platform.namespaces (id) on delete cascade,
+  verifier text not null,
+  updated_at timestamptz not null default now()
+);
