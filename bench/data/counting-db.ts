@@ -47,6 +47,7 @@ export function countingDb(db: Db): CountingDb {
   return {
     ...wrap(db),
     kind: db.kind,
+    read: <T extends Row>(text: string, params?: readonly unknown[]) => timer()(text, () => db.read<T>(text, params)),
     // The driver sends BEGIN and COMMIT itself: two more statements, timed as the
     // transaction's wall time minus the statements run inside it.
     async transaction(fn) {

@@ -46,6 +46,14 @@ export interface LoginPool {
 
 export interface Db extends Queryable {
   readonly kind: 'pglite' | 'postgres'
+  /**
+   * One read of the platform's own tables as a named prepared statement (its plan reused), on
+   * connections where app SQL never runs (PostgreSQL; PGlite runs it like `query`). For the
+   * hot reads of every request, such as a signed-in caller's app session. Not a Queryable, so
+   * it cannot be handed to `runAsRole`: app SQL on a connection with named statements could
+   * replace one (docs/decisions.md).
+   */
+  read<T extends Row = Row>(text: string, params?: readonly unknown[]): Promise<T[]>
   /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>
   /**

@@ -37,6 +37,7 @@ export async function openPglite(options: PgliteOptions = {}): Promise<Db & { du
   return {
     kind: 'pglite',
     ...asQueryable(pg),
+    read: async <T extends Row>(text: string, params?: readonly unknown[]) => (await pg.query<T>(text, params as unknown[] | undefined)).rows,
     transaction: (fn) => pg.transaction((tx) => fn(asQueryable(tx))),
     async listen(channel, onPayload) {
       const unlisten = await pg.listen(channel, onPayload)

@@ -14,4 +14,24 @@ describe('PostgreSQL connections', () => {
       await db.close()
     }
   })
+
+  test('platform reads are prepared statements on connections of their own; queries prepare none', { skip: process.env.DATABASE_URL ? false : 'needs DATABASE_URL' }, async () => {
+    const db = openPostgres({ url: process.env.DATABASE_URL!, maxConnections: 1 })
+    try {
+      // (The driver sends a statement without parameters as a simple query, never prepared.)
+      const text = `select name, from_sql from pg_prepared_statements where statement like $1`
+      await db.read(text, ['%pg_prepared_statements where statement like%'])
+      const [prepared] = await db.read<{ name: string; from_sql: boolean }>(text, ['%pg_prepared_statements where statement like%'])
+      assert.ok(prepared && prepared.name !== '' && !prepared.from_sql, 'the read is a named protocol-level statement')
+      const [appName] = await db.read<{ a: string }>(`select current_setting($1) as a`, ['application_name'])
+      assert.equal(appName!.a, 'service-platform-reads')
+      // The connections app SQL may run on (through the wrapper) hold no named statements but
+      // the driver's type lookup, which it runs once when it connects and never again.
+      await db.query(`select 1 as x where $1::int = 1`, [1])
+      const [count] = await db.query<{ n: number }>(`select count(*)::int as n from pg_prepared_statements where statement not like '%typarray%'`)
+      assert.equal(count!.n, 0)
+    } finally {
+      await db.close()
+    }
+  })
 })

@@ -52,10 +52,24 @@ export function openPostgres(options: PostgresOptions): Db {
       await target.unsafe(script)
     },
   })
+  // Platform reads only: named prepared statements are safe here because no app SQL ever
+  // runs on these connections (runAsRole takes a Queryable, which this is not).
+  const reader = postgres(options.url, {
+    max: 4,
+    idle_timeout: 60,
+    onnotice: () => {},
+    types: TYPES,
+    connection: {
+      application_name: 'service-platform-reads',
+      ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
+    },
+  })
   const url = new URL(options.url)
   return {
     kind: 'postgres',
     ...asQueryable(sql),
+    read: async <T extends Row>(text: string, params: readonly unknown[] = []) =>
+      (await reader.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare: true })) as unknown as T[],
     async transaction(fn) {
       return (await sql.begin((tx) => fn(asQueryable(tx)))) as Awaited<ReturnType<typeof fn>>
     },
@@ -70,7 +84,7 @@ export function openPostgres(options: PostgresOptions): Db {
     openLoginPool: (login) => openLoginPool(options, login),
     describe: () => `postgres://${url.hostname}:${url.port || 5432}${url.pathname}`,
     async close() {
-      await sql.end({ timeout: 5 })
+      await Promise.all([sql.end({ timeout: 5 }), reader.end({ timeout: 5 })])
     },
   }
 }

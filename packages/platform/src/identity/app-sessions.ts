@@ -122,7 +122,8 @@ export interface AppSessionDeps {
 
 /** An app session by id for an app (access tokens carry the id as `sid`). */
 export async function appSessionById(deps: Pick<AppSessionDeps, 'db' | 'clock'>, appId: string, id: string): Promise<AppSessionState> {
-  const row = await first<AppSessionRow>(deps.db,
+  // Every request with a bearer access token runs this: a prepared read.
+  const [row] = await deps.db.read<AppSessionRow>(
     `select ${APP_SESSION_USER} from platform.app_sessions a
        join platform.sessions s on s.id = a.session_id join platform.users u on u.id = a.user_id
       where a.id = $1 and a.app_id = $2 and a.revoked_at is null and a.expires_at > $3
@@ -138,7 +139,8 @@ export async function appSessionById(deps: Pick<AppSessionDeps, 'db' | 'clock'>,
 export async function resolveAppSession(deps: AppSessionDeps, appId: string, cookie: string | undefined): Promise<AppSessionState> {
   if (!cookie || cookie.length > 100) return { status: 'none' }
   const now = deps.clock.now()
-  const row = await first<AppSessionRow>(deps.db,
+  // Every request with an app session cookie runs this: a prepared read.
+  const [row] = await deps.db.read<AppSessionRow>(
     `select ${APP_SESSION_USER} from platform.app_sessions a join platform.users u on u.id = a.user_id
       where a.secret_hash = $1 and a.app_id = $2 and a.revoked_at is null and a.expires_at > $3`,
     [hashSecret(cookie), appId, now])
