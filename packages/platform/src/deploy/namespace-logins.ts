@@ -58,28 +58,36 @@ export const LOGIN_ROLE_CONFIG: readonly string[] = ['temp_file_limit=1GB']
  */
 export type LoginState = 'ready' | 'enabled' | 'repaired'
 
+const READINESS_SQL = `
+select a.rolcanlogin as can_login,
+       a.rolcanlogin and a.rolpassword is not distinct from $2
+       and coalesce((select s.setconfig from pg_catalog.pg_db_role_setting s
+                      where s.setrole = a.oid and s.setdatabase = 0), '{}') @> $4::text[]
+       and pg_catalog.has_database_privilege(a.oid, pg_catalog.current_database(), 'CONNECT')
+       and pg_catalog.pg_has_role(a.oid, $3, 'MEMBER')
+       and exists (select from platform.namespace_logins l where l.role_name = a.rolname and l.verifier = $2) as ready,
+       pg_catalog.has_database_privilege(a.oid, pg_catalog.current_database(), 'CONNECT') as can_connect
+  from pg_catalog.pg_authid a where a.rolname = $1`
+
 /**
  * Makes `credentials.role` a login role with the expected verifier and settings, allowed to
  * connect to this database and a member of `LOGIN_GROUP`, and records the verifier for the
- * sweep. A read when all is in place; one process at a time per role otherwise (concurrent
- * `alter role` on one role fails in PostgreSQL). App SQL can take the same advisory lock
- * (transaction-level ones are granted), so the wait is bounded.
+ * sweep. One read when all is in place. A repair takes a lock on `platform.namespace_logins`,
+ * which no app role can reach (an advisory lock's key, app SQL could compute and hold), so one
+ * repair runs at a time: PostgreSQL fails concurrent `alter role` of one role and concurrent
+ * grants on one database with "tuple concurrently updated".
  */
 export async function ensureLogin(db: Db, credentials: LoginCredentials, namespaceId: string): Promise<LoginState> {
+  const params = [credentials.role, credentials.verifier, LOGIN_GROUP, LOGIN_ROLE_CONFIG]
+  const [seen] = await db.query<{ ready: boolean }>(READINESS_SQL, params)
+  if (!seen) throw new Error(`role ${credentials.role} does not exist`)
+  if (seen.ready) return 'ready'
   return db.transaction(async (tx) => {
-    await tx.query(`select pg_catalog.set_config('lock_timeout', '5s', true)`)
-    await tx.query('select pg_advisory_xact_lock(hashtext($1))', [`namespace-login:${credentials.role}`])
-    const [row] = await tx.query<{ can_login: boolean; ready: boolean }>(
-      `select a.rolcanlogin as can_login,
-              a.rolcanlogin and a.rolpassword is not distinct from $2
-              and coalesce((select s.setconfig from pg_catalog.pg_db_role_setting s
-                             where s.setrole = a.oid and s.setdatabase = 0), '{}') @> $4::text[]
-              and pg_catalog.has_database_privilege(a.oid, pg_catalog.current_database(), 'CONNECT')
-              and pg_catalog.pg_has_role(a.oid, $3, 'MEMBER')
-              and exists (select from platform.namespace_logins l where l.role_name = a.rolname and l.verifier = $2) as ready
-         from pg_catalog.pg_authid a where a.rolname = $1`,
-      [credentials.role, credentials.verifier, LOGIN_GROUP, LOGIN_ROLE_CONFIG])
+    await tx.query(`select pg_catalog.set_config('lock_timeout', '10s', true)`)
+    await tx.exec('lock table platform.namespace_logins in share row exclusive mode')
+    const [row] = await tx.query<{ can_login: boolean; ready: boolean; can_connect: boolean }>(READINESS_SQL, params)
     if (!row) throw new Error(`role ${credentials.role} does not exist`)
+    // Another process may have repaired it meanwhile.
     if (row.ready) return 'ready'
     const role = ident(credentials.role)
     await tx.exec(`
@@ -88,10 +96,13 @@ ${LOGIN_ROLE_CONFIG.map((setting) => {
   const [name, value] = setting.split('=') as [string, string]
   return `alter role ${role} set ${ident(name)} = ${literal(value)};`
 }).join('\n')}
-grant ${ident(LOGIN_GROUP)} to ${role};
-do $grant$ begin
+grant ${ident(LOGIN_GROUP)} to ${role};`)
+    // Usually CONNECT comes from PUBLIC; granted only where an operator revoked that.
+    if (!row.can_connect) {
+      await tx.exec(`do $grant$ begin
   execute pg_catalog.format('grant connect on database %I to %I', pg_catalog.current_database(), ${literal(credentials.role)});
 end $grant$;`)
+    }
     await tx.query(
       `insert into platform.namespace_logins (role_name, namespace_id, verifier) values ($1, $2, $3)
        on conflict (role_name) do update set verifier = excluded.verifier, updated_at = now()`,
@@ -123,17 +134,31 @@ export async function terminateSessions(db: Db, role: string): Promise<number> {
 }
 
 /**
- * Cancels the statements of namespace logins that have run longer than `maxMs`: a session's
- * own statement_timeout is a setting its SQL can lift, and a commit's deferred triggers have
- * none. Any process may cancel any login's statement; one query.
+ * Stops the statements of namespace logins in this database that have run longer than
+ * `maxMs`: a session's own statement_timeout is a setting its SQL can lift, and a commit's
+ * deferred triggers have none. A cancel first; PL/pgSQL can catch a cancel
+ * (`exception when query_canceled`), so a statement still running `graceMs` later has its
+ * session terminated, which nothing catches. Any process may do it for any login; one query.
  */
-export async function cancelOverdue(db: Db, maxMs: number): Promise<number> {
-  const rows = await db.query<{ pid: number }>(
-    `with overdue as materialized (
-       select a.pid from pg_catalog.pg_stat_activity a
-        where a.state = 'active' and a.query_start < pg_catalog.clock_timestamp() - $1 * interval '1 millisecond'
+export async function stopOverdue(db: Db, maxMs: number, graceMs: number): Promise<{ active: number; cancelled: number; terminated: number }> {
+  const rows = await db.query<{ overdue: boolean; terminate: boolean; stopped: boolean }>(
+    `with active as materialized (
+       select a.pid,
+              a.query_start < pg_catalog.clock_timestamp() - $1 * interval '1 millisecond' as overdue,
+              a.query_start < pg_catalog.clock_timestamp() - ($1 + $2) * interval '1 millisecond' as terminate
+         from pg_catalog.pg_stat_activity a
+        where a.state = 'active' and a.datname = pg_catalog.current_database()
           and a.usesysid in (select m.member from pg_catalog.pg_auth_members m
-                               join pg_catalog.pg_roles g on g.oid = m.roleid where g.rolname = $2))
-     select pid from overdue where pg_catalog.pg_cancel_backend(pid)`, [maxMs, LOGIN_GROUP])
-  return rows.length
+                               join pg_catalog.pg_roles g on g.oid = m.roleid where g.rolname = $3))
+     select overdue, terminate,
+            case when not overdue then false
+                 when terminate then pg_catalog.pg_terminate_backend(pid)
+                 else pg_catalog.pg_cancel_backend(pid) end as stopped
+       from active`,
+    [maxMs, graceMs, LOGIN_GROUP])
+  return {
+    active: rows.length,
+    cancelled: rows.filter((r) => r.stopped && !r.terminate).length,
+    terminated: rows.filter((r) => r.stopped && r.terminate).length,
+  }
 }

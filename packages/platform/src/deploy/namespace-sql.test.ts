@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import postgres from 'postgres'
 import { createTestDb, type TestDb, backend } from '../../test/test-db.ts'
+import { eventually } from '../../test/eventually.ts'
 import { silentLogger, type Logger } from '../lib/logger.ts'
 import { createNamespace, roleName, runAsRole, type Namespace } from './namespaces.ts'
 import { createNamespaceSql, type NamespaceSql, type NamespaceSqlOptions, type StatementParts } from './namespace-sql.ts'
@@ -77,6 +78,13 @@ describe(`namespace SQL: login pools and the wrapper give the same answers (${ba
         create function deny(code text) returns void language plpgsql as $$
           begin perform nextval('deny_calls'); raise exception 'not for you' using errcode = code; end $$;
         create function slow(seconds float8) returns json language sql as $$ select to_json(pg_sleep(seconds)::text) $$;
+        create function stubborn() returns json language plpgsql as $$
+          begin
+            for i in 1..100 loop
+              begin perform pg_sleep(0.1); exception when query_canceled then null; end;
+            end loop;
+            return to_json('finished');
+          end $$;
         create table deferred_work (n int);
         create function sleep_at_commit() returns trigger language plpgsql as $$ begin perform pg_sleep(10); return null; end $$;
         create constraint trigger at_commit after insert on deferred_work deferrable initially deferred
@@ -332,5 +340,30 @@ describe(`namespace SQL: login pools and the wrapper give the same answers (${ba
       ctes: ['w as (insert into deferred_work values (1) returning 1)'], value: '(select to_json(count(*)) from w)', params: [],
     })), /canceling statement/)
     assert.ok(warnings.some((w) => /past the statement timeout/.test(w)))
+  })
+
+  test('a statement that catches its cancel has its session ended', onPostgres, async () => {
+    const sql = open({ poolSize: 1, statementTimeoutMs: 300, watchdogIntervalMs: 100, watchdogGraceMs: 500 })
+    warnings.length = 0
+    // Uncancelled it would finish after 10 s and resolve.
+    await assert.rejects(sql.statement(user(), value('stubborn()'), { claims: null, readOnly: true }))
+    assert.ok(warnings.some((w) => /past the statement timeout/.test(w)), warnings.join('\n'))
+    // A request queued on the ended session fails with it; the next ones get a new session.
+    await eventually(async () => JSON.stringify(await mine(sql, ALICE).catch(() => null)) === JSON.stringify([ALICE]), 'the pool opens a new session')
+  })
+
+  test('many namespaces logging in for the first time at once are all served by their pools', onPostgres, async () => {
+    const [app] = await t.db.query<{ organisation_id: string; owner_id: string }>('select organisation_id, owner_id from platform.apps limit 1')
+    const fresh: Namespace[] = []
+    for (let i = 0; i < 8; i++) {
+      const [row] = await t.db.query<{ id: string }>(
+        `insert into platform.apps (organisation_id, owner_id, slug, name, visibility) values ($1, $2, $3, $3, 'public') returning id`,
+        [app!.organisation_id, app!.owner_id, `burst-${i}`])
+      fresh.push(await t.db.transaction((tx) => createNamespace(tx, { appId: row!.id, slug: `burst-${i}` })))
+    }
+    const sql = open({ connections: 16, poolSize: 1 })
+    const answers = await Promise.all(fresh.map((namespace) => sql.statement(user(namespace), value(`to_json(current_user)`), { claims: null, readOnly: true })))
+    assert.deepEqual(answers, fresh.map((namespace) => roleName(namespace, 'user')))
+    assert.equal(sql.stats().wrapper, 0, 'no login failed for "tuple concurrently updated"')
   })
 })

@@ -20,7 +20,7 @@
 import type { Db, LoginPool } from '../db/db.ts'
 import { ident } from '../db/db.ts'
 import type { Logger } from '../lib/logger.ts'
-import { cancelOverdue, ensureLogin, loginCredentials, tamperedLogins, terminateSessions, type LoginCredentials } from './namespace-logins.ts'
+import { ensureLogin, stopOverdue, loginCredentials, tamperedLogins, terminateSessions, type LoginCredentials } from './namespace-logins.ts'
 import { roleName, runAsRole, type Namespace, type NamespaceRole } from './namespaces.ts'
 
 export interface SqlTarget {
@@ -58,7 +58,10 @@ export interface NamespaceSql {
   stats(): { login: number; wrapper: number; pools: number }
   /** Puts back login passwords changed outside the platform; closes idle pools. Runs on a timer too. */
   sweep(): Promise<void>
-  /** Cancels login statements past the statement timeout. Runs on a timer too. */
+  /**
+   * Cancels login statements past the statement timeout, and ends the sessions of those that
+   * catch the cancel. Runs every second while this process has pools or login statements run.
+   */
   watchdog(): Promise<void>
   close(): Promise<void>
 }
@@ -82,6 +85,8 @@ export interface NamespaceSqlOptions {
   sweepIntervalMs?: number
   /** How often `watchdog` runs while pools are open. Default 1 s; 0: only when called. */
   watchdogIntervalMs?: number
+  /** A statement still running this long after its cancel has its session ended. Default 4 s. */
+  watchdogGraceMs?: number
   now?: () => number
 }
 
@@ -111,6 +116,7 @@ const LOGIN_ROUTINES = new Set([
 ])
 const DRIVER_CONNECT_ERRORS = new Set(['CONNECT_TIMEOUT', 'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'CONNECTION_ENDED'])
 const RETRY_DOWN_MS = 60_000
+const CHANGED_ELSEWHERE = 'a namespace login password was changed outside the platform (or the master key changed); put back, sessions ended'
 const MAX_SEEN = 1024
 const FALLBACK = Symbol('fallback')
 
@@ -181,7 +187,9 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
       password: entry.credentials.password,
       max: options.poolSize,
       idleSeconds: 60,
-      maxLifetimeSeconds: 10 * 60,
+      // What a session accumulates (settings, held cursors, prepared statements) lives no
+      // longer than one statement may run.
+      maxLifetimeSeconds: Math.max(60, Math.ceil(options.statementTimeoutMs / 1000)),
       connectTimeoutSeconds: 5,
       searchPath: `${ident(entry.target.namespace.schemaName)}, extensions`,
       // Policies that read the setting directly (`current_setting(...)::jsonb`) are also
@@ -216,7 +224,7 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
     if (state !== 'repaired') return
     const ended = await terminateSessions(db, entry.credentials.role)
     if (entries.get(entry.credentials.role) === entry) replacePool(entry)
-    logger.warn('a namespace login password was changed outside the platform; put back', { role: entry.credentials.role, sessionsEnded: ended })
+    logger.warn(CHANGED_ELSEWHERE, { role: entry.credentials.role, sessionsEnded: ended })
   }
 
   /** The entry for a target, held (`inFlight`) until `release`; null: the wrapper serves it. */
@@ -285,8 +293,14 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
         return await work()
       } catch (error) {
         if (!isAuthFailure(error)) throw error
-        // The password was changed (by the role's own SQL, or by an operator): put it back once.
-        await ensure(entry)
+        // The password was changed (by the role's own SQL, or by an operator): put it back
+        // once. Nothing ran, so a failure to do so falls back like a refused login.
+        try {
+          await ensure(entry)
+        } catch (repairError) {
+          markDown(entry, repairError)
+          return FALLBACK
+        }
         return await work()
       }
     } catch (error) {
@@ -390,23 +404,30 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
         }
       }
       // Every login of this database, not only this process's pools: a password changed
-      // through the wrapper, or on a pool since closed, is found too.
+      // through the wrapper, or on a pool since closed, is found too. One role's failure
+      // does not stop the others' repair.
       for (const role of await tamperedLogins(db)) {
-        const entry = entries.get(role)
-        const namespaceId = entry?.target.namespace.id ??
-          (await db.query<{ namespace_id: string }>('select namespace_id from platform.namespace_logins where role_name = $1', [role]))[0]?.namespace_id
-        if (!namespaceId) continue
-        await ensureLogin(db, credentialsOf(role), namespaceId)
-        const ended = await terminateSessions(db, role)
-        if (entry && entries.get(role) === entry) replacePool(entry)
-        logger.warn('a namespace login password was changed outside the platform; put back', { role, sessionsEnded: ended })
+        try {
+          const entry = entries.get(role)
+          const namespaceId = entry?.target.namespace.id ??
+            (await db.query<{ namespace_id: string }>('select namespace_id from platform.namespace_logins where role_name = $1', [role]))[0]?.namespace_id
+          if (!namespaceId) continue
+          // 'ready': another process put it back meanwhile, and ended the sessions.
+          if (await ensureLogin(db, credentialsOf(role), namespaceId) !== 'repaired') continue
+          const ended = await terminateSessions(db, role)
+          if (entry && entries.get(role) === entry) replacePool(entry)
+          logger.warn(CHANGED_ELSEWHERE, { role, sessionsEnded: ended })
+        } catch (error) {
+          logger.warn('namespace login repair failed; the next sweep tries again', { role, error: String(error) })
+        }
       }
     },
 
     async watchdog() {
-      const cancelled = await cancelOverdue(db, options.statementTimeoutMs + 1000)
-      if (cancelled > 0) logger.warn('cancelled namespace login statements past the statement timeout', { cancelled })
-      if (entries.size === 0 && watchdogTimer) {
+      const { active, cancelled, terminated } = await stopOverdue(db, options.statementTimeoutMs + 1000, options.watchdogGraceMs ?? 4000)
+      if (cancelled + terminated > 0) logger.warn('stopped namespace login statements past the statement timeout', { cancelled, terminated })
+      // Closed pools' sessions may still be running statements: watch until none is.
+      if (entries.size === 0 && active === 0 && watchdogTimer) {
         clearInterval(watchdogTimer)
         watchdogTimer = null
       }
