@@ -29,8 +29,10 @@ export const ESTIMATE_EXACT_BELOW = 1000
 
 /**
  * `$1`, the jsonb array of bound values. Read directly (not through a CTE or subquery) so
- * the planner folds every value into a constant: its estimates, `count=planned` and partial
- * indexes keep working. The cast names its type for a statement prepared by the driver,
+ * that, where the statement is planned with its values (the wrapper, an explain, the first
+ * runs of a prepared statement), the planner folds each into a constant: its estimates,
+ * `count=planned` and partial indexes keep working. A prepared statement may settle on a
+ * generic plan later, which PostgreSQL chooses only when it costs no more than those. The cast names its type for a statement prepared by the driver,
  * where nothing else would (`unknown ->> integer` is ambiguous); inside the wrapper the
  * value is already jsonb and the cast costs nothing.
  */

@@ -112,14 +112,15 @@ end $grant$;`)
 }
 
 /**
- * Namespace logins whose role no longer has the password the platform set (its own SQL
- * changed it, or an operator did), whichever process set it: one query.
+ * Namespace logins that can log in with a password other than the one the platform set (the
+ * role's own SQL changed it, or an operator did), whichever process set it: one query. A role
+ * an operator made NOLOGIN is left so.
  */
 export async function tamperedLogins(db: Db): Promise<string[]> {
   const rows = await db.query<{ role_name: string }>(
     `select l.role_name from platform.namespace_logins l
        join pg_catalog.pg_authid a on a.rolname = l.role_name
-      where not a.rolcanlogin or a.rolpassword is distinct from l.verifier`)
+      where a.rolcanlogin and a.rolpassword is distinct from l.verifier`)
   return rows.map((r) => r.role_name)
 }
 

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import postgres from 'postgres'
 import { createTestDb, type TestDb, backend } from '../../test/test-db.ts'
+import { openPostgres } from '../db/postgres.ts'
 import { eventually } from '../../test/eventually.ts'
 import { silentLogger, type Logger } from '../lib/logger.ts'
 import { createNamespace, roleName, runAsRole, type Namespace } from './namespaces.ts'
@@ -331,15 +332,24 @@ describe(`namespace SQL: login pools and the wrapper give the same answers (${ba
   })
 
   test('app SQL cannot outlast the statement timeout by changing its own session\'s, nor at commit', onPostgres, async () => {
-    const sql = open({ poolSize: 1, statementTimeoutMs: 300, watchdogIntervalMs: 100 })
-    await sql.statement(user(), value(`(select to_json(pg_catalog.set_config('statement_timeout', '0', false)))`), { claims: null, readOnly: false })
-    // Were they not cancelled, the sleeps would end after 10 s and the calls succeed.
-    await assert.rejects(sql.statement(user(), value('slow(10)'), { claims: null, readOnly: true }), /canceling statement/)
-    // A deferred trigger runs at commit, outside any statement's own timeout.
-    await assert.rejects(sql.transaction(user(), { claims: null, readOnly: false }, (tx) => tx.statement({
-      ctes: ['w as (insert into deferred_work values (1) returning 1)'], value: '(select to_json(count(*)) from w)', params: [],
-    })), /canceling statement/)
-    assert.ok(warnings.some((w) => /past the statement timeout/.test(w)))
+    // A Db like main.ts opens: its login pools carry statement_timeout as a startup parameter.
+    const timed = openPostgres({ url: t.url!, maxConnections: 2, statementTimeoutMs: 300 })
+    try {
+      const sql = open({ db: timed, poolSize: 1, statementTimeoutMs: 300, watchdogIntervalMs: 100 })
+      // The server's own timeout first...
+      await assert.rejects(sql.statement(user(), value('slow(10)'), { claims: null, readOnly: true }), /statement timeout/)
+      // ...which the app's SQL lifts for its session; the watchdog still stops the statement.
+      await sql.statement(user(), value(`(select to_json(pg_catalog.set_config('statement_timeout', '0', false)))`), { claims: null, readOnly: false })
+      await assert.rejects(sql.statement(user(), value('slow(10)'), { claims: null, readOnly: true }), /canceling statement due to user request/)
+      // A deferred trigger runs at commit, outside any statement's own timeout.
+      await assert.rejects(sql.transaction(user(), { claims: null, readOnly: false }, (tx) => tx.statement({
+        ctes: ['w as (insert into deferred_work values (1) returning 1)'], value: '(select to_json(count(*)) from w)', params: [],
+      })), /canceling statement/)
+      assert.ok(warnings.some((w) => /past the statement timeout/.test(w)))
+      await sql.close()
+    } finally {
+      await timed.close()
+    }
   })
 
   test('a statement that catches its cancel has its session ended', onPostgres, async () => {

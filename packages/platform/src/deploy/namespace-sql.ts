@@ -344,7 +344,10 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
   }
 
   const report = (what: string) => (error: unknown) => logger.warn(`namespace login ${what} failed`, { error: String(error) })
-  const sweepTimer = options.sweepIntervalMs === 0 ? null : setInterval(() => void api.sweep().catch(report('sweep')), options.sweepIntervalMs ?? 30_000)
+  // No pools (PGlite, or DATABASE_APP_CONNECTIONS=0): nothing logs in, nothing to sweep.
+  const sweepTimer = options.sweepIntervalMs === 0 || maxPools === 0
+    ? null
+    : setInterval(() => void api.sweep().catch(report('sweep')), options.sweepIntervalMs ?? 30_000)
   sweepTimer?.unref()
   let watchdogTimer: ReturnType<typeof setInterval> | null = null
   function startWatchdog(): void {
@@ -439,7 +442,8 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
       if (watchdogTimer) clearInterval(watchdogTimer)
       const all = [...entries.values()]
       entries.clear()
-      await Promise.all(all.map((entry) => entry.ready.then(() => entry.pool.end()).catch(() => {})))
+      // Short: shutdown gives the platform a few seconds in all (main.ts).
+      await Promise.all(all.map((entry) => entry.pool.end(1).catch(() => {})))
     },
   }
   return api
