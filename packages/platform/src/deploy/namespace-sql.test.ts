@@ -34,6 +34,13 @@ describe(`namespace SQL: login pools and the wrapper give the same answers (${ba
     return sql
   }
   const user = (namespace = ns) => ({ namespace, role: 'user' as const })
+  /** A direct connection to the test database as `role`, as someone who knows its password would open. */
+  const loginAs = (role: string, password: string) => {
+    const url = new URL(t.url!)
+    url.username = role
+    url.password = password
+    return postgres(url.toString(), { max: 1, onnotice: () => {} })
+  }
 
   before(async () => {
     t = await createTestDb()
@@ -246,17 +253,14 @@ describe(`namespace SQL: login pools and the wrapper give the same answers (${ba
     const role = roleName(ns, 'user')
     // The app's own SQL, in a write, may do this: PostgreSQL lets every login role.
     await sql.statement(user(), value('set_password()'), { claims: null, readOnly: false })
-    const url = new URL(t.url!)
-    url.username = role
-    url.password = 'chosen-by-the-app'
-    const intruder = postgres(url.toString(), { max: 1, onnotice: () => {} })
+    const intruder = loginAs(role, 'chosen-by-the-app')
     try {
       await intruder`select 1`
       warnings.length = 0
       await sql.sweep()
       assert.ok(warnings.some((w) => /changed outside the platform/.test(w)), warnings.join('\n'))
       await assert.rejects(intruder`select 1`, 'the intruder\'s session was ended')
-      const again = postgres(url.toString(), { max: 1, onnotice: () => {} })
+      const again = loginAs(role, 'chosen-by-the-app')
       await assert.rejects(again`select 1`, /password authentication failed/)
       await again.end()
       assert.deepEqual(await mine(sql, BOB), [BOB], 'the platform\'s own pool logs in again')
@@ -278,10 +282,7 @@ describe(`namespace SQL: login pools and the wrapper give the same answers (${ba
     assert.ok(warnings.some((w) => /changed outside the platform/.test(w)), warnings.join('\n'))
     // Changed again; this time the pool's next login fails and puts it back on the spot.
     await runAsRole(t.db, { namespace: other, role: 'user' }, `alter role current_user password 'chosen-by-the-app'`)
-    const url = new URL(t.url!)
-    url.username = role
-    url.password = 'chosen-by-the-app'
-    const intruder = postgres(url.toString(), { max: 1, onnotice: () => {} })
+    const intruder = loginAs(role, 'chosen-by-the-app')
     try {
       await intruder`select 1`
       warnings.length = 0
