@@ -116,12 +116,12 @@ end $grant$;`)
  * role's own SQL changed it, or an operator did), whichever process set it: one query. A role
  * an operator made NOLOGIN is left so.
  */
-export async function tamperedLogins(db: Db): Promise<string[]> {
-  const rows = await db.query<{ role_name: string }>(
-    `select l.role_name from platform.namespace_logins l
+export async function tamperedLogins(db: Db): Promise<{ role: string; namespaceId: string }[]> {
+  const rows = await db.query<{ role_name: string; namespace_id: string }>(
+    `select l.role_name, l.namespace_id from platform.namespace_logins l
        join pg_catalog.pg_authid a on a.rolname = l.role_name
       where a.rolcanlogin and a.rolpassword is distinct from l.verifier`)
-  return rows.map((r) => r.role_name)
+  return rows.map((r) => ({ role: r.role_name, namespaceId: r.namespace_id }))
 }
 
 /** Ends every session of a role (after its password was put back: one may be an intruder's). */

@@ -218,13 +218,17 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
     })
   }
 
-  /** Puts a login back in order; a repair (password changed elsewhere) also ends the role's sessions. */
-  async function ensure(entry: Entry): Promise<void> {
-    const state = await ensureLogin(db, entry.credentials, entry.target.namespace.id)
-    if (state !== 'repaired') return
-    const ended = await terminateSessions(db, entry.credentials.role)
-    if (entries.get(entry.credentials.role) === entry) replacePool(entry)
-    logger.warn(CHANGED_ELSEWHERE, { role: entry.credentials.role, sessionsEnded: ended })
+  /**
+   * Puts a login in order. A repair (its password was changed elsewhere) also ends every
+   * session of the role, one may be an intruder's, and gives its pool, if open, fresh ones.
+   */
+  async function ensure(credentials: LoginCredentials, namespaceId: string): Promise<void> {
+    // 'ready' also when another process has just repaired it (and ended the sessions).
+    if (await ensureLogin(db, credentials, namespaceId) !== 'repaired') return
+    const ended = await terminateSessions(db, credentials.role)
+    const entry = entries.get(credentials.role)
+    if (entry) replacePool(entry)
+    logger.warn(CHANGED_ELSEWHERE, { role: credentials.role, sessionsEnded: ended })
   }
 
   /** The entry for a target, held (`inFlight`) until `release`; null: the wrapper serves it. */
@@ -251,7 +255,7 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
         inFlight: 0, lastUsed: now(), seen: new Map(), prepared: new Set(),
       }
       created.pool = openPool(created)
-      created.ready = ensure(created).then(() => true, (error) => {
+      created.ready = ensure(created.credentials, target.namespace.id).then(() => true, (error) => {
         markDown(created, error)
         return false
       })
@@ -296,7 +300,7 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
         // The password was changed (by the role's own SQL, or by an operator): put it back
         // once. Nothing ran, so a failure to do so falls back like a refused login.
         try {
-          await ensure(entry)
+          await ensure(entry.credentials, entry.target.namespace.id)
         } catch (repairError) {
           markDown(entry, repairError)
           return FALLBACK
@@ -409,17 +413,9 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
       // Every login of this database, not only this process's pools: a password changed
       // through the wrapper, or on a pool since closed, is found too. One role's failure
       // does not stop the others' repair.
-      for (const role of await tamperedLogins(db)) {
+      for (const { role, namespaceId } of await tamperedLogins(db)) {
         try {
-          const entry = entries.get(role)
-          const namespaceId = entry?.target.namespace.id ??
-            (await db.query<{ namespace_id: string }>('select namespace_id from platform.namespace_logins where role_name = $1', [role]))[0]?.namespace_id
-          if (!namespaceId) continue
-          // 'ready': another process put it back meanwhile, and ended the sessions.
-          if (await ensureLogin(db, credentialsOf(role), namespaceId) !== 'repaired') continue
-          const ended = await terminateSessions(db, role)
-          if (entry && entries.get(role) === entry) replacePool(entry)
-          logger.warn(CHANGED_ELSEWHERE, { role, sessionsEnded: ended })
+          await ensure(credentialsOf(role), namespaceId)
         } catch (error) {
           logger.warn('namespace login repair failed; the next sweep tries again', { role, error: String(error) })
         }
