@@ -78,6 +78,16 @@ export async function startHarness(existing?: TestDb, overrides: Partial<Pick<Pl
   }
 }
 
+/**
+ * One owner API call as `token`: the status, the raw text and the parsed JSON body (null
+ * when empty).
+ */
+export async function ownerApi(h: Harness, token: string, method: string, path: string, json?: unknown): Promise<{ status: number; text: string; body: any }> {
+  const res = await h.request(path, { method, token, ...(json === undefined ? {} : { json }) })
+  const text = await res.text()
+  return { status: res.status, text, body: text ? JSON.parse(text) : null }
+}
+
 /** A bundle upload body from a map of path -> text content. */
 export function bundle(files: Record<string, string>): { files: { path: string; content: string }[] } {
   return { files: Object.entries(files).map(([path, text]) => ({ path, content: Buffer.from(text).toString('base64') })) }

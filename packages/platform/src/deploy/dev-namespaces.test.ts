@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { backend } from '../../test/test-db.ts'
-import { bundle, manifest, startHarness, type Harness } from '../../test/harness.ts'
+import { bundle, manifest, ownerApi, startHarness, type Harness } from '../../test/harness.ts'
 import { findAppBySlug } from '../apps/apps.ts'
 import { MAX_DEV_NAMESPACES } from './dev-names.ts'
 
@@ -41,11 +41,8 @@ describe(`development namespaces: limit and delete (${backend})`, () => {
     await h.close()
   })
 
-  async function api(method: string, path: string, options: { json?: unknown; as?: string } = {}) {
-    const res = await h.request(path, { method, token: options.as ?? token, ...(options.json === undefined ? {} : { json: options.json }) })
-    const text = await res.text()
-    return { status: res.status, text, body: text ? JSON.parse(text) : null }
-  }
+  const api = (method: string, path: string, options: { json?: unknown; as?: string } = {}) =>
+    ownerApi(h, options.as ?? token, method, path, options.json)
   const deployDev = (devName: string) => api('POST', `/v1/apps/devs/dev/${devName}/deployments`, { json: bundle(FILES) })
   const appId = async () => (await findAppBySlug(h.t.db, 'devs'))!.id
   const count = async (sql: string, params: unknown[]) => (await h.t.db.query<{ n: number }>(`select count(*)::int as n from ${sql}`, params))[0]!.n

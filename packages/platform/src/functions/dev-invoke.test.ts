@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { backend } from '../../test/test-db.ts'
-import { bundle, manifest, startHarness, type Harness } from '../../test/harness.ts'
+import { bundle, manifest, ownerApi, startHarness, type Harness } from '../../test/harness.ts'
 import { findAppBySlug } from '../apps/apps.ts'
 
 const FUNCTIONS = `functions:
@@ -96,11 +96,8 @@ describe(`development namespaces: deploy, invoke and logs (${backend})`, () => {
     await h.close()
   })
 
-  async function api(method: string, path: string, options: { json?: unknown; as?: string } = {}) {
-    const res = await h.request(path, { method, token: options.as ?? token, ...(options.json === undefined ? {} : { json: options.json }) })
-    const text = await res.text()
-    return { status: res.status, text, body: text ? JSON.parse(text) : null }
-  }
+  const api = (method: string, path: string, options: { json?: unknown; as?: string } = {}) =>
+    ownerApi(h, options.as ?? token, method, path, options.json)
   const invoke = (name: string, json: unknown, devName = 'alice') => api('POST', `/v1/apps/devapp/dev/${devName}/functions/${name}/invoke`, { json })
 
   test('a deploy into a development namespace gets its own schema and releases and leaves production serving', async () => {

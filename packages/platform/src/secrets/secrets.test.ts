@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { backend } from '../../test/test-db.ts'
-import { bundle, manifest, startHarness, type Harness } from '../../test/harness.ts'
+import { bundle, manifest, ownerApi, startHarness, type Harness } from '../../test/harness.ts'
 import { findAppBySlug } from '../apps/apps.ts'
 import { createSecretStore } from './secrets.ts'
 import { recordingLogger } from '../functions/test-bundle.ts'
@@ -78,15 +78,8 @@ describe(`app secrets (${backend})`, () => {
     await h.close()
   })
 
-  async function api(method: string, path: string, options: { json?: unknown; as?: string } = {}) {
-    const res = await h.request(path, {
-      method,
-      token: options.as ?? token,
-      ...(options.json === undefined ? {} : { json: options.json }),
-    })
-    const text = await res.text()
-    return { status: res.status, text, body: text ? JSON.parse(text) : null }
-  }
+  const api = (method: string, path: string, options: { json?: unknown; as?: string } = {}) =>
+    ownerApi(h, options.as ?? token, method, path, options.json)
 
   async function call(mode: string) {
     const res = await h.request('/_service/functions/secret', {
