@@ -31,14 +31,7 @@ import { devCommand } from './commands/dev.ts'
 import { logsCommand } from './commands/logs.ts'
 import { functionsInvokeCommand } from './commands/functions.ts'
 import { openCredentialStore, type CredentialStore } from './credentials.ts'
-
-export interface Io {
-  out(line: string): void
-  err(line: string): void
-  env: Record<string, string | undefined>
-  /** Reads a secret value: piped stdin, else a hidden prompt (never the command line). */
-  readSecret?(prompt: string): Promise<string>
-}
+import type { Io } from './io.ts'
 
 const USAGE = `usage: service <command>
 

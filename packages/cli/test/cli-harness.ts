@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { serve, type ServerType } from '@hono/node-server'
 import { startHarness, type Harness } from '../../platform/test/harness.ts'
-import type { Io } from '../src/main.ts'
+import type { Io } from '../src/io.ts'
 
 export function capture(env: Record<string, string | undefined>) {
   const out: string[] = []

@@ -6,7 +6,7 @@
  * the owner, who sees the value on the approval page.
  */
 import type { Client } from '../client.ts'
-import type { Io } from '../main.ts'
+import type { Io } from '../io.ts'
 import { pollUntil, type PollOptions } from './login.ts'
 
 interface TokenView { id: string; name: string; createdAt: string; lastUsedAt: string | null }

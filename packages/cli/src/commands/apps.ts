@@ -1,6 +1,6 @@
 /** `service apps list` and `service releases list <app>`. */
 import type { Client } from '../client.ts'
-import type { Io } from '../main.ts'
+import type { Io } from '../io.ts'
 
 export async function appsListCommand(io: Io, client: Client): Promise<number> {
   const { apps } = await client.call<{ apps: { slug: string; visibility: string; status: string; url: string }[] }>('GET', '/v1/apps')

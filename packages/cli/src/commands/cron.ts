@@ -9,7 +9,7 @@ import {
   CronScheduleError, formatInstant, instantOfWallTime, isValidTimeZone, nextOccurrences, wallMs,
 } from '@service/platform/cron'
 import type { Client } from '../client.ts'
-import type { Io } from '../main.ts'
+import type { Io } from '../io.ts'
 
 interface CronEntry {
   name: string

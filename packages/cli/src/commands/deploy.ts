@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { validateManifest } from '@service/platform/manifest'
 import { collectBundleDir } from '@service/platform/bundle-dir'
 import { ApiError, type Client } from '../client.ts'
-import type { Io } from '../main.ts'
+import type { Io } from '../io.ts'
 import { formatProblem } from './validate.ts'
 
 interface AppBody { app: { id: string; slug: string; url: string } }

@@ -3,7 +3,7 @@
  * else app.id of ./service.yaml) with its schema, data, releases, logs and secrets.
  */
 import type { Client } from '../client.ts'
-import type { Io } from '../main.ts'
+import type { Io } from '../io.ts'
 import { appTarget } from './app-target.ts'
 
 export async function devCommand(io: Io, client: Client, options: { action: string | undefined; name: string | undefined; app: string | undefined }): Promise<number> {

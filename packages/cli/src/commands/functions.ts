@@ -6,7 +6,7 @@
  * JSON; a failure prints its code, message and development detail and exits 1.
  */
 import type { Client } from '../client.ts'
-import type { Io } from '../main.ts'
+import type { Io } from '../io.ts'
 import { appTarget } from './app-target.ts'
 import { formatLogLine, terminalSafe, type LogLine } from './logs.ts'
 

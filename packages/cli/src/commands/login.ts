@@ -6,7 +6,7 @@
  */
 import { ApiError, type Client } from '../client.ts'
 import type { CredentialStore } from '../credentials.ts'
-import type { Io } from '../main.ts'
+import type { Io } from '../io.ts'
 
 export interface PollOptions {
   /** Time between polls (SERVICE_POLL_INTERVAL_MS, default 2 s). */

@@ -5,7 +5,7 @@
  * (default 100); --dev reads a development namespace, --json prints the API's lines.
  */
 import type { Client } from '../client.ts'
-import type { Io } from '../main.ts'
+import type { Io } from '../io.ts'
 import { appTarget } from './app-target.ts'
 
 export interface LogsOptions {

@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import type { Client } from '../client.ts'
-import type { Io } from '../main.ts'
+import type { Io } from '../io.ts'
 
 function operatorKey(io: Io): string | null {
   if (io.env.SERVICE_OPERATOR_KEY) return io.env.SERVICE_OPERATOR_KEY

@@ -7,7 +7,7 @@
  * declares and requires them, and when each was set.
  */
 import type { Client } from '../client.ts'
-import type { Io } from '../main.ts'
+import type { Io } from '../io.ts'
 import { appTarget } from './app-target.ts'
 
 export interface SecretsOptions {

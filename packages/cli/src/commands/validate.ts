@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { validateManifest, type Problem } from '@service/platform/manifest'
 import { bundlePathProblem } from '@service/platform/bundle'
 import { collectBundleDir } from '@service/platform/bundle-dir'
-import type { Io } from '../main.ts'
+import type { Io } from '../io.ts'
 
 export function formatProblem(file: string, p: Problem): string {
   return `${file}:${p.line}:${p.column} ${p.code} ${p.message}`

@@ -1,0 +1,13 @@
+/**
+ * What a CLI command reads and prints through: its output and error lines, the environment,
+ * and the terminal prompts it may need. `main.ts` passes the process's own; tests pass one
+ * that captures lines. Commands import this type from here, not from `main.ts`, which
+ * imports the commands.
+ */
+export interface Io {
+  out(line: string): void
+  err(line: string): void
+  env: Record<string, string | undefined>
+  /** Reads a secret value: piped stdin, else a hidden prompt (never the command line). */
+  readSecret?(prompt: string): Promise<string>
+}
