@@ -1,22 +1,34 @@
 /**
- * Real-browser tests: the harness platform served over HTTP on a free loopback port, and
- * Debian's headless Chromium driven by playwright-core (a browser is never downloaded). Each
+ * Real-browser tests: the harness platform served over HTTP on a free loopback port, and a
+ * locally installed headless Chromium driven by playwright-core (a browser is never
+ * downloaded; scripts/find-chromium.mjs finds it from CHROMIUM_PATH or PATH). Each
  * `newContext()` is a separate browser with its own cookie jar, so one test can play the
  * laptop that starts a sign-in and the phone that opens the emailed link. Chromium resolves
  * `*.localhost` to loopback by itself, so the auth host and every app origin work as they
  * do in production, without DNS or a proxy.
  */
 import assert from 'node:assert/strict'
-import { existsSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import type { Server as HttpServer } from 'node:http'
 import { serve } from '@hono/node-server'
 import { chromium, type APIResponse, type Browser, type BrowserContext, type Page } from 'playwright-core'
 import { latestDevMailTo } from '../src/email/index.ts'
 import { startHarness, type Harness } from './harness.ts'
+import { CHROMIUM_INSTALL_HINT, browserRequired, findChromium } from '../../../scripts/find-chromium.mjs'
 
-/** Where CI installs Chromium (`.ci/run`); the browser tests fail, never skip, without it. */
-export const CHROMIUM_PATH = '/usr/bin/chromium'
+/**
+ * The `describe` options of every real-browser suite: where no Chromium is found the suite
+ * is skipped, naming why and how to install one, unless the run requires a browser (CI, or
+ * SERVICE_REQUIRE_BROWSER=1 as `.ci/run` sets), where `startBrowserHarness` fails instead.
+ *
+ * @example
+ * describe('sign-in in a real browser', browserSuite(), () => { ... })
+ */
+export function browserSuite(): { skip: string | false } {
+  const found = findChromium({ env: process.env })
+  if (found.path !== null || browserRequired({ env: process.env })) return { skip: false }
+  return { skip: `${found.reason}; ${CHROMIUM_INSTALL_HINT}` }
+}
 
 /** Bound of every wait on the browser: generous for a loaded CI machine, never endless. */
 export const WAIT_MS = 15_000
@@ -56,10 +68,12 @@ export interface BrowserHarness {
  * await b.close()
  */
 export async function startBrowserHarness(options: { baseDomain?: string } = {}): Promise<BrowserHarness> {
-  if (!existsSync(CHROMIUM_PATH)) {
-    throw new Error(`the browser tests need Chromium at ${CHROMIUM_PATH}, which does not exist: ` +
-      'install it with `apt-get install chromium` (.ci/run does this in CI); browsers are never downloaded')
+  const found = findChromium({ env: process.env })
+  if (found.path === null) {
+    throw new Error(`the browser tests need Chromium: ${found.reason}; ${CHROMIUM_INSTALL_HINT} ` +
+      '(.ci/run installs Debian\'s; browsers are never downloaded)')
   }
+  const executablePath = found.path
   const port = await freePort()
   const baseDomain = options.baseDomain ?? 'localhost'
   const baseUrl = `http://${baseDomain}:${port}`
@@ -73,7 +87,7 @@ export async function startBrowserHarness(options: { baseDomain?: string } = {})
     server = serve({ fetch: (request) => h.platform.fetch(request), port, hostname: '127.0.0.1' }) as HttpServer
     await listening(server)
     const resolve = baseDomain === 'localhost' ? [] : [`--host-resolver-rules=MAP ${baseDomain} 127.0.0.1, MAP *.${baseDomain} 127.0.0.1`]
-    browser = await chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: [...CHROMIUM_ARGS, ...resolve], timeout: WAIT_MS })
+    browser = await chromium.launch({ executablePath, headless: true, args: [...CHROMIUM_ARGS, ...resolve], timeout: WAIT_MS })
   } catch (error) {
     await browser?.close()
     if (server) await stop(server)

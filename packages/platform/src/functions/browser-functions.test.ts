@@ -11,7 +11,7 @@ import type { Response as PlaywrightResponse } from 'playwright-core'
 import { backend } from '../../test/test-db.ts'
 import { bundle, manifest } from '../../test/harness.ts'
 import { deployPage } from '../../test/sign-in-flow.ts'
-import { signInAt, startBrowserHarness, type BrowserHarness } from '../../test/browser.ts'
+import { browserSuite, signInAt, startBrowserHarness, type BrowserHarness } from '../../test/browser.ts'
 
 /** The `service` global the SDK defines in app pages (used only inside `page.evaluate`). */
 declare const service: {
@@ -124,7 +124,7 @@ alter table notes enable row level security;
 create policy notes_all on notes for all using (owner_id = auth.uid()) with check (owner_id = auth.uid());
 `
 
-describe(`Functions in a real browser (Chromium, ${backend})`, () => {
+describe(`Functions in a real browser (Chromium, ${backend})`, browserSuite(), () => {
   let b: BrowserHarness
 
   before(async () => {

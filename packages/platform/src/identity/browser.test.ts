@@ -9,7 +9,7 @@ import { after, afterEach, before, describe, test } from 'node:test'
 import type { BrowserContext, Page, Response as NavigationResponse } from 'playwright-core'
 import { backend } from '../../test/test-db.ts'
 import { deployPage } from '../../test/sign-in-flow.ts'
-import { approveIn, emailedLink, plainRequest, signInAt, startBrowserHarness, submitEmail, submitForm, type BrowserHarness } from '../../test/browser.ts'
+import { approveIn, browserSuite, emailedLink, plainRequest, signInAt, startBrowserHarness, submitEmail, submitForm, type BrowserHarness } from '../../test/browser.ts'
 import { COOKIES } from './cookies.ts'
 
 /** The `service` global the SDK defines in app pages (used only inside `page.evaluate`). */
@@ -39,7 +39,7 @@ const PUBLIC_PAGE = `<!doctype html><html lang="en"><head><meta charset="utf-8">
 <script type="module">document.getElementById('who').textContent = JSON.stringify(await service.auth.currentUser())</script>
 </body></html>`
 
-describe(`sign-in in a real browser (Chromium, ${backend})`, () => {
+describe(`sign-in in a real browser (Chromium, ${backend})`, browserSuite(), () => {
   let b: BrowserHarness
   let owner: { token: string; userId: string }
 
