@@ -7,8 +7,6 @@ import { scheduleField, timezoneField } from './schedule-fields.ts'
 import { reportDuplicateNames, systemFunctionField, type SectionContext } from './section-context.ts'
 import type { CronDeclaration } from './types.ts'
 
-const CRON_FIELDS = ['name', 'schedule', 'function', 'enabled', 'timezone'] as const
-
 export function readCron(context: SectionContext, root: Fields): CronDeclaration[] | undefined {
   const items = arrayField(context.problems, root, 'cron', { required: false })
   if (items === undefined) return []
@@ -26,7 +24,7 @@ export function readCron(context: SectionContext, root: Fields): CronDeclaration
 
 function readCronEntry(context: SectionContext, item: Item, names: { name: string; item: Item }[]): CronDeclaration | undefined {
   const { problems } = context
-  const fields = readMapping(problems, item, CRON_FIELDS)
+  const fields = readMapping(problems, item, 'cron[]')
   if (fields === undefined) return undefined
   const nameItem = member(problems, fields, 'name', true)
   const name = nameItem === undefined ? undefined : readString(problems, nameItem, JOB_NAME)

@@ -22,8 +22,6 @@ export const FUNCTION_ACCESS = ['user', 'public', 'system'] as const satisfies r
 export const DEFAULT_FUNCTION_TIMEOUT_SECONDS = 30
 export const MAX_FUNCTION_TIMEOUT_SECONDS = 900
 
-const FUNCTION_FIELDS = ['name', 'entrypoint', 'access', 'timeoutSeconds', 'routes'] as const
-
 /**
  * Reads `functions`, declaring every named Function in `context.functions` (even one
  * with other problems, so references to it do not cascade into more errors).
@@ -56,7 +54,7 @@ interface FunctionReading {
 
 function readFunction(context: SectionContext, item: Item): FunctionReading {
   const { problems } = context
-  const fields = readMapping(problems, item, FUNCTION_FIELDS)
+  const fields = readMapping(problems, item, 'functions[]')
   if (fields === undefined) return { declaration: undefined, rawName: undefined, nameItem: undefined, routes: [] }
   const nameItem = member(problems, fields, 'name', true)
   const rawName = nameItem === undefined ? undefined : stringValueOf(nameItem)

@@ -21,8 +21,6 @@ import type { OAuth2Authorization } from './types.ts'
 
 export const DEFAULT_ACCESS_TOKEN_SECRET = 'OAUTH_ACCESS_TOKEN'
 
-const AUTHORIZATION_FIELDS = ['type', 'authorizationUrl', 'clientId', 'scopes', 'exchange', 'refresh', 'pkce', 'accessToken'] as const
-
 /** RFC 6749 scope-token characters: printable ASCII except space, '"' and '\'. */
 const SCOPE_TOKEN = {
   pattern: /^[\x21\x23-\x5B\x5D-\x7E]+$/,
@@ -36,7 +34,7 @@ export function readAuthorization(
   credentialNames: ReadonlyMap<string, number>,
 ): OAuth2Authorization | undefined {
   const { problems } = context
-  const fields = readMapping(problems, item, AUTHORIZATION_FIELDS)
+  const fields = readMapping(problems, item, 'provides.integration.authorization')
   if (fields === undefined) return undefined
   const type = choiceField(problems, fields, 'type', { required: true, choices: ['oauth2'] })
   const authorizationUrl = readAuthorizationUrl(context, fields)

@@ -17,9 +17,6 @@ export const MAX_OPERATION_FAKE_BYTES = 16 * 1024
 /** 64 KiB: the largest serialized event `fake` (the event data limit). */
 export const MAX_EVENT_FAKE_BYTES = 64 * 1024
 
-const OPERATION_FIELDS = ['name', 'capability', 'function', 'description', 'input', 'output', 'fake'] as const
-const EVENT_FIELDS = ['type', 'capability', 'description', 'fake'] as const
-
 /** Declared capability names with their line, for references. */
 export type CapabilityNames = ReadonlyMap<string, number>
 
@@ -42,7 +39,7 @@ function readOperation(
   shared: { capabilities: CapabilityNames; names: { name: string; item: Item }[] },
 ): IntegrationOperation | undefined {
   const { problems } = context
-  const fields = readMapping(problems, item, OPERATION_FIELDS)
+  const fields = readMapping(problems, item, 'provides.integration.operations[]')
   if (fields === undefined) return undefined
   const nameItem = member(problems, fields, 'name', true)
   const name = nameItem === undefined ? undefined : readString(problems, nameItem, OPERATION_NAME)
@@ -89,7 +86,7 @@ function readEvent(
   shared: { capabilities: CapabilityNames; types: { name: string; item: Item }[] },
 ): IntegrationEvent | undefined {
   const { problems } = context
-  const fields = readMapping(problems, item, EVENT_FIELDS)
+  const fields = readMapping(problems, item, 'provides.integration.events[]')
   if (fields === undefined) return undefined
   const typeItem = member(problems, fields, 'type', true)
   const type = typeItem === undefined ? undefined : readString(problems, typeItem, EVENT_TYPE)

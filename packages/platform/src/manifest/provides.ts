@@ -30,12 +30,6 @@ import type { IntegrationCapability, IntegrationContract, IntegrationCredential,
 
 export const MAX_CREDENTIALS = 20
 
-const CONTRACT_FIELDS = [
-  'name', 'title', 'description', 'credentials', 'authorization', 'capabilities', 'operations', 'sync', 'webhook', 'events',
-] as const
-const CREDENTIAL_FIELDS = ['name', 'label', 'secret', 'optional'] as const
-const CAPABILITY_FIELDS = ['name', 'description'] as const
-
 type Reading<T> = T | undefined | 'invalid'
 
 /** Reads `provides`; undefined when absent, 'invalid' after reporting problems. */
@@ -43,9 +37,9 @@ export function readProvides(context: SectionContext, root: Fields): Reading<{ i
   const item = member(context.problems, root, 'provides', false)
   if (item === undefined) return undefined
   requireSchemaVersion3(context, item, 'integration contracts (provides)')
-  const provides = readMapping(context.problems, item, ['integration'])
+  const provides = readMapping(context.problems, item, 'provides')
   if (provides === undefined) return 'invalid'
-  const contract = mappingField(context.problems, provides, 'integration', { required: true, allowed: CONTRACT_FIELDS })
+  const contract = mappingField(context.problems, provides, 'integration', { required: true, mapping: 'provides.integration' })
   if (contract === undefined) return 'invalid'
   const integration = readContract(context, contract)
   return integration === undefined ? 'invalid' : { integration }
@@ -130,7 +124,7 @@ function readCredentials(
 
 function readCredential(context: SectionContext, item: Item, named: { name: string; item: Item }[]): IntegrationCredential | undefined {
   const { problems } = context
-  const fields = readMapping(problems, item, CREDENTIAL_FIELDS)
+  const fields = readMapping(problems, item, 'provides.integration.credentials[]')
   if (fields === undefined) return undefined
   const nameItem = member(problems, fields, 'name', true)
   let name = nameItem === undefined ? undefined : readString(problems, nameItem, SECRET_NAME)
@@ -175,7 +169,7 @@ function readCapabilities(
 
 function readCapability(context: SectionContext, item: Item, named: { name: string; item: Item }[]): IntegrationCapability | undefined {
   const { problems } = context
-  const fields = readMapping(problems, item, CAPABILITY_FIELDS)
+  const fields = readMapping(problems, item, 'provides.integration.capabilities[]')
   if (fields === undefined) return undefined
   const nameItem = member(problems, fields, 'name', true)
   const name = nameItem === undefined ? undefined : readString(problems, nameItem, CAPABILITY_NAME)
@@ -190,7 +184,7 @@ function readSync(context: SectionContext, fields: Fields): Reading<IntegrationS
   const item = member(problems, fields, 'sync', false)
   if (item === undefined) return undefined
   const gated = requireSdk(context, item, { gate: 'providerSyncWebhookEvents', feature: 'integration sync schedules (sync)' })
-  const sync = readMapping(problems, item, ['function', 'schedule', 'timezone'])
+  const sync = readMapping(problems, item, 'provides.integration.sync')
   if (sync === undefined) return 'invalid'
   const handler = systemFunctionField(context, sync, 'function', { required: true, role: 'the sync Function' })
   const schedule = scheduleField(problems, sync, 'schedule')
@@ -204,7 +198,7 @@ function readWebhook(context: SectionContext, fields: Fields): Reading<{ functio
   const item = member(problems, fields, 'webhook', false)
   if (item === undefined) return undefined
   const gated = requireSdk(context, item, { gate: 'providerSyncWebhookEvents', feature: 'integration webhooks (webhook)' })
-  const webhook = readMapping(problems, item, ['function'])
+  const webhook = readMapping(problems, item, 'provides.integration.webhook')
   if (webhook === undefined) return 'invalid'
   const handler = systemFunctionField(context, webhook, 'function', { required: true, role: 'the webhook Function' })
   if (!gated || handler === undefined) return 'invalid'

@@ -23,8 +23,6 @@ export const QUEUE_DEFAULTS = {
   timeoutSeconds: 60,
 } as const
 
-const QUEUE_FIELDS = ['name', 'function', 'concurrency', 'maxAttempts', 'retryDelaySeconds', 'retryBackoff', 'timeoutSeconds'] as const
-
 export function readQueues(context: SectionContext, root: Fields): QueueDeclaration[] | undefined {
   const items = arrayField(context.problems, root, 'queues', { required: false })
   if (items === undefined) return []
@@ -42,7 +40,7 @@ export function readQueues(context: SectionContext, root: Fields): QueueDeclarat
 
 function readQueue(context: SectionContext, item: Item, names: { name: string; item: Item }[]): QueueDeclaration | undefined {
   const { problems } = context
-  const fields = readMapping(problems, item, QUEUE_FIELDS)
+  const fields = readMapping(problems, item, 'queues[]')
   if (fields === undefined) return undefined
   const nameItem = member(problems, fields, 'name', true)
   const name = nameItem === undefined ? undefined : readString(problems, nameItem, JOB_NAME)

@@ -7,6 +7,7 @@
 // commented out is simply no secrets); a required field that is null is "missing".
 
 import { isAlias, isMap, isPair, isScalar, isSeq, type Node, type YAMLMap } from 'yaml'
+import { allowedFields, misplacedFieldHint, type ManifestMapping } from './fields.ts'
 import { fieldPath, itemPath, type ProblemCollector } from './problems.ts'
 
 export interface FieldEntry {
@@ -46,15 +47,17 @@ export interface ListRule {
 }
 
 /**
- * Reads a mapping whose keys are fixed: reports a non-mapping value and every key not in
- * `allowed`. Pass `allowed: null` for mappings with free keys (secrets, integrations).
+ * Reads the mapping `mapping` names in MANIFEST_FIELDS: reports a non-mapping value and
+ * every key the catalog does not list for it. A mapping with free keys (secrets,
+ * integrations) takes any key.
  */
 export function readMapping(
   problems: ProblemCollector,
   item: Item,
-  allowed: readonly string[] | null,
+  mapping: ManifestMapping,
 ): Fields | undefined {
   const { node, path } = item
+  const allowed = allowedFields(mapping)
   if (!acceptsValue(problems, item)) return undefined
   if (!isMap(node)) {
     problems.report('MANIFEST_WRONG_TYPE', node, path, `expected a mapping of fields but found ${describeNode(node)}`)
@@ -70,7 +73,7 @@ export function readMapping(
     }
     const name = String(key.value)
     if (allowed !== null && !allowed.includes(name)) {
-      problems.report('MANIFEST_UNKNOWN_FIELD', key, fieldPath(path, name), unknownFieldMessage(name, allowed))
+      problems.report('MANIFEST_UNKNOWN_FIELD', key, fieldPath(path, name), unknownFieldMessage(name, { allowed, mapping }))
       continue
     }
     if (!entries.has(name)) entries.set(name, { key, value: (pair.value as Node | null) ?? null })
@@ -100,10 +103,10 @@ export function mappingField(
   problems: ProblemCollector,
   fields: Fields,
   key: string,
-  options: { required: boolean; allowed: readonly string[] | null },
+  options: { required: boolean; mapping: ManifestMapping },
 ): Fields | undefined {
   const item = member(problems, fields, key, options.required)
-  return item === undefined ? undefined : readMapping(problems, item, options.allowed)
+  return item === undefined ? undefined : readMapping(problems, item, options.mapping)
 }
 
 export function readString(problems: ProblemCollector, item: Item, rule: StringRule = {}): string | undefined {
@@ -344,9 +347,12 @@ function listOfChoices(choices: readonly string[]): string {
   return `${quoted.slice(0, -1).join(', ')} or ${quoted[quoted.length - 1]}`
 }
 
-function unknownFieldMessage(name: string, allowed: readonly string[]): string {
-  const suggestion = closestName(name, allowed)
+function unknownFieldMessage(name: string, where: { allowed: readonly string[]; mapping: ManifestMapping }): string {
+  const { allowed, mapping } = where
   const known = allowed.length === 0 ? 'this mapping takes no fields' : `known fields here: ${allowed.join(', ')}`
+  const misplaced = misplacedFieldHint(name, mapping)
+  if (misplaced !== undefined) return `unknown field "${name}" here; ${misplaced} (${known})`
+  const suggestion = closestName(name, allowed)
   return suggestion === undefined
     ? `unknown field "${name}"; ${known}`
     : `unknown field "${name}"; did you mean "${suggestion}"? (${known})`

@@ -39,7 +39,7 @@ export function readRoutes(problems: ProblemCollector, routes: Item, functionNam
 }
 
 function readRoute(problems: ProblemCollector, item: Item): FunctionRoute | undefined {
-  const fields = readMapping(problems, item, ['method', 'path'])
+  const fields = readMapping(problems, item, 'functions[].routes[]')
   if (fields === undefined) return undefined
   const method = choiceField(problems, fields, 'method', { required: true, choices: ROUTE_METHODS })
   const pathItem = member(problems, fields, 'path', true)

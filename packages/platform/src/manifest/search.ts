@@ -27,10 +27,8 @@ export const TEXT_SEARCH_LANGUAGES = [
   'serbian', 'spanish', 'swedish', 'tamil', 'turkish', 'yiddish',
 ] as const satisfies readonly TextSearchLanguage[]
 
-const SEARCH_FIELDS = ['name', 'table', 'select', 'filters', 'fullText', 'vector'] as const
-
 export function readData(context: SectionContext, root: Fields): { search: SearchDeclaration[] } | undefined {
-  const data = mappingField(context.problems, root, 'data', { required: false, allowed: ['search'] })
+  const data = mappingField(context.problems, root, 'data', { required: false, mapping: 'data' })
   if (data === undefined) return { search: [] }
   const items = arrayField(context.problems, data, 'search', { required: false })
   if (items === undefined) return { search: [] }
@@ -52,7 +50,7 @@ export function readData(context: SectionContext, root: Fields): { search: Searc
 
 function readSearch(context: SectionContext, item: Item, names: { name: string; item: Item }[]): SearchDeclaration | undefined {
   const { problems } = context
-  const fields = readMapping(problems, item, SEARCH_FIELDS)
+  const fields = readMapping(problems, item, 'data.search[]')
   if (fields === undefined) return undefined
   const nameItem = member(problems, fields, 'name', true)
   const name = nameItem === undefined ? undefined : readString(problems, nameItem, LOWER_SNAKE_NAME)
@@ -109,7 +107,7 @@ function readFullText(
   const { problems } = context
   const item = member(problems, fields, 'fullText', false)
   if (item === undefined) return undefined
-  const fullText = readMapping(problems, item, ['language', 'columns'])
+  const fullText = readMapping(problems, item, 'data.search[].fullText')
   if (fullText === undefined) return 'invalid'
   const language = choiceField(problems, fullText, 'language', { required: true, choices: TEXT_SEARCH_LANGUAGES })
   const columns = stringListField(problems, fullText, 'columns', { required: true, minItems: 1, maxItems: 16, ...SQL_IDENTIFIER })
@@ -124,7 +122,7 @@ function readVector(
   const { problems } = context
   const item = member(problems, fields, 'vector', false)
   if (item === undefined) return undefined
-  const vector = readMapping(problems, item, ['column', 'dimensions', 'model'])
+  const vector = readMapping(problems, item, 'data.search[].vector')
   if (vector === undefined) return 'invalid'
   const column = stringField(problems, vector, 'column', { required: true, ...SQL_IDENTIFIER })
   const dimensions = integerField(problems, vector, 'dimensions', { required: true, min: 1, max: 16_000 })

@@ -19,14 +19,13 @@ import {
 import { requireSdk, systemFunctionField, type SectionContext } from './section-context.ts'
 import type { IntegrationSlot, PublishedIntegration, SlotAccount, SlotEvents } from './types.ts'
 
-const SLOT_FIELDS = ['provider', 'integration', 'account', 'cardinality', 'capabilities', 'events'] as const
 export const SLOT_ACCOUNTS = ['app', 'calling_user'] as const satisfies readonly SlotAccount[]
 
 export function readIntegrationSlots(context: SectionContext, root: Fields): Record<string, IntegrationSlot> | undefined {
   const { problems } = context
   const item = member(problems, root, 'integrations', false)
   if (item === undefined) return {}
-  const slots = readMapping(problems, item, null)
+  const slots = readMapping(problems, item, 'integrations')
   if (slots === undefined) return undefined
   if (slots.entries.size > 0) requireSdk(context, item, { gate: 'integrationSlots', feature: 'integration slots' })
   const result: [string, IntegrationSlot][] = []
@@ -52,7 +51,7 @@ function readSlot(
     problems.report('MANIFEST_MISSING_FIELD', slot.key, slot.path, `the slot "${slot.name}" has no fields; declare provider, integration, account, cardinality and capabilities`)
     return undefined
   }
-  const fields = readMapping(problems, slot.item, SLOT_FIELDS)
+  const fields = readMapping(problems, slot.item, 'integrations.<slot>')
   if (fields === undefined) return undefined
   const provider = choiceField(problems, fields, 'provider', { required: true, choices: ['custom'] })
   const integration = stringField(problems, fields, 'integration', { required: true, ...INTEGRATION_NAME })
@@ -87,7 +86,7 @@ function readSlotEvents(
     )
     return { events: 'invalid', eventFields: undefined }
   }
-  const eventFields = readMapping(problems, item, ['function', 'types'])
+  const eventFields = readMapping(problems, item, 'integrations.<slot>.events')
   if (eventFields === undefined) return { events: 'invalid', eventFields }
   const handler = systemFunctionField(context, eventFields, 'function', { required: true, role: 'an integration event handler' })
   const typesGiven = member(problems, eventFields, 'types', false) !== undefined

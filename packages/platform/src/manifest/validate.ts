@@ -32,7 +32,6 @@ import type { AppDeclaration, AppVisibility, Manifest, ManifestResult, Validatio
 
 export const SCHEMA_VERSION = 3
 
-const ROOT_FIELDS = ['schemaVersion', 'app', 'runtime', 'functions', 'queues', 'cron', 'secrets', 'data', 'integrations', 'provides'] as const
 const APP_VISIBILITIES = ['public', 'private'] as const satisfies readonly AppVisibility[]
 
 /**
@@ -72,7 +71,7 @@ function readManifest(
     )
     return undefined
   }
-  const fields = readMapping(problems, { node: root, path: '' }, ROOT_FIELDS)
+  const fields = readMapping(problems, { node: root, path: '' }, '')
   if (fields === undefined) return undefined
   const schemaVersion = readSchemaVersion(problems, fields)
   const app = readApp(problems, fields)
@@ -131,7 +130,7 @@ function readSchemaVersion(problems: ProblemCollector, fields: Fields): { intege
 }
 
 function readApp(problems: ProblemCollector, root: Fields): AppDeclaration | undefined {
-  const app = mappingField(problems, root, 'app', { required: true, allowed: ['id', 'name', 'visibility'] })
+  const app = mappingField(problems, root, 'app', { required: true, mapping: 'app' })
   if (app === undefined) return undefined
   const id = stringField(problems, app, 'id', { required: true, ...APP_SLUG })
   const name = stringField(problems, app, 'name', { required: false, maxLength: 80 })
@@ -142,9 +141,9 @@ function readApp(problems: ProblemCollector, root: Fields): AppDeclaration | und
 
 /** `supported` is the pinned version when it is valid and within what the platform runs. */
 function readSdkVersion(problems: ProblemCollector, root: Fields, platformSdkVersion: string): { supported: string | undefined } {
-  const runtime = mappingField(problems, root, 'runtime', { required: true, allowed: ['sdk'] })
+  const runtime = mappingField(problems, root, 'runtime', { required: true, mapping: 'runtime' })
   if (runtime === undefined) return { supported: undefined }
-  const sdk = mappingField(problems, runtime, 'sdk', { required: true, allowed: ['version'] })
+  const sdk = mappingField(problems, runtime, 'sdk', { required: true, mapping: 'runtime.sdk' })
   if (sdk === undefined) return { supported: undefined }
   const item = member(problems, sdk, 'version', true)
   if (item === undefined) return { supported: undefined }
@@ -188,7 +187,7 @@ function readSecrets(
   const lines = new Map<string, number>()
   const item = member(problems, root, 'secrets', false)
   if (item === undefined) return { value: {}, lines }
-  const secrets = readMapping(problems, item, null)
+  const secrets = readMapping(problems, item, 'secrets')
   if (secrets === undefined) return { value: undefined, lines }
   const names: string[] = []
   for (const secret of freeMembers(secrets)) {
