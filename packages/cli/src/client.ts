@@ -1,7 +1,7 @@
 /**
- * The CLI's client for the owner API: base URL from --url or SERVICE_URL (default
- * http://localhost:8787), owner token from SERVICE_TOKEN. Errors from the platform come
- * back as ApiError with the platform's code.
+ * The CLI's client for the owner API: the base URL main.ts chose (platform-url.ts) and the
+ * owner token (SERVICE_TOKEN or the stored one). Errors from the platform come back as
+ * ApiError with the platform's code.
  */
 export class ApiError extends Error {
   override name = 'ApiError'

@@ -10,4 +10,6 @@ export interface Io {
   env: Record<string, string | undefined>
   /** Reads a secret value: piped stdin, else a hidden prompt (never the command line). */
   readSecret?(prompt: string): Promise<string>
+  /** Asks a yes/no question; absent without a terminal (then a command needs `--yes`). */
+  confirm?(question: string): Promise<boolean>
 }

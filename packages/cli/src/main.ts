@@ -14,6 +14,10 @@
  *   service secrets set <NAME> | list | unset <NAME> [--app <app>] [--dev <name>]
  *   service logs [--app <app>] [--dev <name>] [--function <name>] [--level <level>] [--from <ISO>] [--to <ISO>] [--limit <n>]
  *   service functions invoke <name> --dev <name> [--input '<json>'] [--as owner|anonymous] [--app <app>]
+ *   service dev delete <name> [--app <app>] [--yes]
+ *
+ * The platform is --url, else SERVICE_URL, else the URL a platform started in this directory
+ * recorded in ./.service/url (SERVICE_DATA_DIR), else http://localhost:8787 (platform-url.ts).
  */
 import { parseArgs } from 'node:util'
 import { ApiError, createClient, type Client } from './client.ts'
@@ -32,6 +36,8 @@ import { logsCommand } from './commands/logs.ts'
 import { functionsInvokeCommand } from './commands/functions.ts'
 import { openCredentialStore, type CredentialStore } from './credentials.ts'
 import type { Io } from './io.ts'
+import { confirmOnTerminal } from './confirm.ts'
+import { platformUrl, unreachableHint } from './platform-url.ts'
 
 const USAGE = `usage: service <command>
 
@@ -65,23 +71,30 @@ const USAGE = `usage: service <command>
                                  stored ctx.log lines, newest last
   functions invoke <name> --dev <name> [--input '<json>'] [--as owner|anonymous]
                                  run a Function of a development namespace; logs to stderr
-  dev delete <name> [--app <app>]
+  dev delete <name> [--app <app>] [--yes]
                                  delete a development namespace: its schema, data, releases,
-                                 logs and secrets (an app has at most 10)
+                                 logs and secrets (an app has at most 10); asks first on a
+                                 terminal, --yes confirms without asking (needed in scripts)
 
-environment: SERVICE_URL (default http://localhost:8787), SERVICE_TOKEN (owner API token;
-             otherwise the one service login stored), SERVICE_CREDENTIALS_FILE (keep tokens
-             in this file instead of the OS credential store), SERVICE_OPERATOR_KEY or
-             SERVICE_DATA_DIR (operator commands)`
+the platform: --url <url>, else SERVICE_URL, else the URL a platform started in this
+             directory recorded in ./.service/url, else http://localhost:8787
+environment: SERVICE_URL, SERVICE_TOKEN (owner API token; otherwise the one service login
+             stored), SERVICE_CREDENTIALS_FILE (keep tokens in this file instead of the OS
+             credential store), SERVICE_DATA_DIR (the platform's data directory, default
+             ./.service: its url and operator-key), SERVICE_OPERATOR_KEY (operator commands)`
 
-const defaultIo: Io = {
-  out: (line) => process.stdout.write(line + '\n'),
-  err: (line) => process.stderr.write(line + '\n'),
-  env: process.env,
-  readSecret: readSecretFromProcess,
+/** The process's own Io; questions are asked only when stdin is a terminal. */
+function processIo(): Io {
+  return {
+    out: (line) => process.stdout.write(line + '\n'),
+    err: (line) => process.stderr.write(line + '\n'),
+    env: process.env,
+    readSecret: readSecretFromProcess,
+    ...(process.stdin.isTTY ? { confirm: confirmOnTerminal } : {}),
+  }
 }
 
-export async function main(argv: string[], io: Io = defaultIo): Promise<number> {
+export async function main(argv: string[], io: Io = processIo()): Promise<number> {
   let parsed
   try {
     parsed = parseArgs({
@@ -107,6 +120,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         limit: { type: 'string' },
         input: { type: 'string' },
         as: { type: 'string' },
+        yes: { type: 'boolean', short: 'y' },
         help: { type: 'boolean', short: 'h' },
       },
     })
@@ -120,13 +134,12 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
     io.out(USAGE)
     return command ? 0 : 2
   }
-  const baseUrl = values.url ?? io.env.SERVICE_URL ?? 'http://localhost:8787'
-  try {
-    new URL(baseUrl)
-  } catch {
-    io.err(`service: the platform URL "${baseUrl}" is not a URL`)
+  const target = platformUrl({ flag: values.url, env: io.env })
+  if ('error' in target) {
+    io.err(`service: ${target.error}`)
     return 2
   }
+  const baseUrl = target.url
   let credentials: CredentialStore | undefined
   const store = async () => (credentials ??= await openCredentialStore({ env: io.env }))
   // The owner token: SERVICE_TOKEN, else the one `service login` stored (looked up only by
@@ -156,7 +169,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
           from: values.from, to: values.to, limit: values.limit, json: values.json ?? false,
         })
       case 'dev':
-        return await devCommand(io, client, { action: sub, name: arg, app: values.app })
+        return await devCommand(io, client, { action: sub, name: arg, app: values.app, yes: values.yes ?? false })
       case 'functions':
         if (sub === 'invoke') return await functionsInvokeCommand(io, client, { name: arg, app: values.app, dev: values.dev, input: values.input, as: values.as })
         break
@@ -200,6 +213,8 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
   } catch (error) {
     if (error instanceof ApiError) {
       io.err(`error ${error.code}: ${error.message}`)
+      const hint = error.code === 'PLATFORM_UNREACHABLE' ? unreachableHint(target) : null
+      if (hint) io.err(hint)
       printDetails(io, error.details)
       return 1
     }

@@ -3,10 +3,12 @@
  * loopback port (the CLI talks HTTP; requests are re-addressed to the harness's base host),
  * and an `Io` that captures what the CLI prints.
  */
+import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { serve, type ServerType } from '@hono/node-server'
 import { startHarness, type Harness } from '../../platform/test/harness.ts'
 import type { Io } from '../src/io.ts'
@@ -76,4 +78,35 @@ export async function startOwnerCli(files: Readonly<Record<string, string>>, dir
       rmSync(dir, { recursive: true, force: true })
     },
   }
+}
+
+const BIN = fileURLToPath(new URL('../bin/service.mjs', import.meta.url))
+
+/**
+ * Runs the real `service` command in a child process, `input` written to its stdin. With
+ * `terminal` its stdin and stderr are a pseudo-terminal (util-linux `script`), so the
+ * input is what a person types; without, stdin is a pipe. Returns the exit code and
+ * everything it printed.
+ */
+export async function runService(args: readonly string[], options: {
+  env: Record<string, string | undefined>
+  input?: string
+  terminal?: boolean
+  cwd?: string
+}): Promise<{ code: number | null; output: string }> {
+  const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`
+  const [command, argv] = options.terminal
+    ? ['script', ['-qec', [process.execPath, BIN, ...args].map(quote).join(' '), '/dev/null']]
+    : [process.execPath, [BIN, ...args]]
+  const child = spawn(command, argv, {
+    env: { ...process.env, ...options.env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+    ...(options.cwd ? { cwd: options.cwd } : {}),
+  })
+  let output = ''
+  child.stdout.on('data', (chunk) => (output += chunk))
+  child.stderr.on('data', (chunk) => (output += chunk))
+  child.stdin.end(options.input ?? '')
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+  return { code, output }
 }

@@ -1,12 +1,14 @@
 // What a Function writes never drives the terminal (security review, issue #5): `service
 // logs` and `service functions invoke` print control characters as visible escapes, and
-// `service dev delete` removes a development namespace. Real HTTP, real Deno.
+// `service dev delete` removes a development namespace, after asking on a terminal; without
+// one it deletes only with --yes (issue 11). Real HTTP, real Deno, the real command in a
+// child process (a pipe, then a pseudo-terminal) for the terminal cases.
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { manifest, type Harness } from '../../../platform/test/harness.ts'
 import { backend } from '../../../platform/test/test-db.ts'
-import { capture, startOwnerCli, type OwnerCli } from '../../test/cli-harness.ts'
+import { capture, runService, startOwnerCli, type OwnerCli } from '../../test/cli-harness.ts'
 import { main } from '../main.ts'
 import { formatLogLine, terminalSafe } from './logs.ts'
 
@@ -86,13 +88,78 @@ describe(`service logs, functions invoke and dev delete (${backend})`, () => {
     assert.ok(logs.out.split('\n').every((line) => !line.startsWith('forged line')), 'a newline in a message does not start a line')
   })
 
-  test('dev delete removes the development namespace', async () => {
-    const deleted = await run(['dev', 'delete', 'alice', '--app', 'clidev'])
+  /** Whether the development namespace exists (it has releases), asked of the owner API directly. */
+  async function exists(name: string): Promise<boolean> {
+    const res = await h.request(`/v1/apps/clidev/dev/${name}/releases`, { token: cli.ownerToken })
+    assert.equal(res.status, 200)
+    return ((await res.json()) as { releases: unknown[] }).releases.length > 0
+  }
+
+  async function deployDev(name: string) {
+    const deployed = await run(['deploy', dir, '--dev', name])
+    assert.equal(deployed.code, 0, deployed.err)
+    assert.ok(await exists(name))
+  }
+
+  const childEnv = () => ({ ...env, SERVICE_CREDENTIALS_FILE: join(dir, 'no-credentials.json') })
+
+  test('dev delete without a terminal deletes nothing unless --yes is given', async () => {
+    await deployDev('alice')
+    const refused = await run(['dev', 'delete', 'alice', '--app', 'clidev'])
+    assert.equal(refused.code, 2)
+    assert.match(refused.err, /no terminal to ask on, so confirm with --yes\. Nothing was deleted\./)
+    assert.ok(await exists('alice'))
+
+    // The real command with stdin on a pipe (a script, CI): refused the same way, "y" on stdin is not an answer.
+    const piped = await runService(['dev', 'delete', 'alice', '--app', 'clidev'], { env: childEnv(), input: 'y\n' })
+    assert.equal(piped.code, 2, piped.output)
+    assert.match(piped.output, /confirm with --yes/)
+    assert.ok(await exists('alice'))
+
+    const deleted = await run(['dev', 'delete', 'alice', '--app', 'clidev', '--yes'])
     assert.equal(deleted.code, 0, deleted.err)
     assert.match(deleted.out, /deleted clidev \(development namespace alice\)/)
-    const again = await run(['dev', 'delete', 'alice', '--app', 'clidev'])
+    assert.equal(await exists('alice'), false)
+    const again = await run(['dev', 'delete', 'alice', '--app', 'clidev', '-y'])
     assert.equal(again.code, 1)
     assert.match(again.err, /DEV_NAMESPACE_NOT_FOUND/)
     assert.equal((await run(['dev', 'delete'])).code, 2)
+  })
+
+  test('dev delete asks first: no keeps the namespace, yes deletes it', async () => {
+    await deployDev('bob')
+    const questions: string[] = []
+    const ask = (answer: boolean) => {
+      const c = capture(env)
+      c.io.confirm = async (question) => {
+        questions.push(question)
+        return answer
+      }
+      return c
+    }
+    const declined = ask(false)
+    assert.equal(await main(['dev', 'delete', 'bob', '--app', 'clidev'], declined.io), 1)
+    assert.deepEqual(declined.err, ['nothing was deleted'])
+    assert.ok(await exists('bob'))
+    assert.deepEqual(questions, ['delete clidev (development namespace bob) with its schema, data, releases, logs and secrets?'])
+
+    const accepted = ask(true)
+    assert.equal(await main(['dev', 'delete', 'bob', '--app', 'clidev'], accepted.io), 0, accepted.err.join('\n'))
+    assert.equal(await exists('bob'), false)
+    assert.equal(questions.length, 2)
+  })
+
+  test('on a real terminal the command asks, and only a typed y deletes', async () => {
+    await deployDev('carol')
+    const typedNo = await runService(['dev', 'delete', 'carol', '--app', 'clidev'], { env: childEnv(), input: 'n\n', terminal: true })
+    assert.equal(typedNo.code, 1, typedNo.output)
+    assert.match(typedNo.output, /delete clidev \(development namespace carol\) with its schema, data, releases, logs and secrets\? \[y\/N\]/)
+    assert.match(typedNo.output, /nothing was deleted/)
+    assert.ok(await exists('carol'))
+
+    const typedYes = await runService(['dev', 'delete', 'carol', '--app', 'clidev'], { env: childEnv(), input: 'y\n', terminal: true })
+    assert.equal(typedYes.code, 0, typedYes.output)
+    assert.match(typedYes.output, /deleted clidev \(development namespace carol\)/)
+    assert.equal(await exists('carol'), false)
   })
 })

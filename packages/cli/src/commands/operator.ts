@@ -1,16 +1,18 @@
 /**
  * `service operator create-user`: the operator creates a confirmed user in a company and
  * receives its owner API token once. The operator key comes from SERVICE_OPERATOR_KEY or
- * the platform's data directory (SERVICE_DATA_DIR, default ./.service).
+ * the platform's data directory (SERVICE_DATA_DIR, default ./.service), the directory the
+ * CLI also finds the platform's URL in.
  */
 import { existsSync, readFileSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import type { Client } from '../client.ts'
 import type { Io } from '../io.ts'
+import { dataDir } from '../platform-url.ts'
 
 function operatorKey(io: Io): string | null {
   if (io.env.SERVICE_OPERATOR_KEY) return io.env.SERVICE_OPERATOR_KEY
-  const path = join(resolve(io.env.SERVICE_DATA_DIR ?? '.service'), 'operator-key')
+  const path = join(dataDir(io.env), 'operator-key')
   return existsSync(path) ? readFileSync(path, 'utf8').trim() : null
 }
 
