@@ -17,7 +17,8 @@
  *   service dev delete <name> [--app <app>] [--yes]
  *
  * The platform is --url, else SERVICE_URL, else the URL a platform started in this directory
- * recorded in ./.service/url (SERVICE_DATA_DIR), else http://localhost:8787 (platform-url.ts).
+ * (or above it) recorded in .service/url (SERVICE_DATA_DIR), else http://localhost:8787
+ * (platform-url.ts).
  */
 import { parseArgs } from 'node:util'
 import { ApiError, createClient, type Client } from './client.ts'
@@ -77,11 +78,11 @@ const USAGE = `usage: service <command>
                                  terminal, --yes confirms without asking (needed in scripts)
 
 the platform: --url <url>, else SERVICE_URL, else the URL a platform started in this
-             directory recorded in ./.service/url, else http://localhost:8787
+             directory (or above it) recorded in .service/url, else http://localhost:8787
 environment: SERVICE_URL, SERVICE_TOKEN (owner API token; otherwise the one service login
              stored), SERVICE_CREDENTIALS_FILE (keep tokens in this file instead of the OS
-             credential store), SERVICE_DATA_DIR (the platform's data directory, default
-             ./.service: its url and operator-key), SERVICE_OPERATOR_KEY (operator commands)`
+             credential store), SERVICE_DATA_DIR (the platform's data directory with its url
+             and operator-key; default the nearest .service from here up), SERVICE_OPERATOR_KEY`
 
 /** The process's own Io; questions are asked only when stdin is a terminal. */
 function processIo(): Io {

@@ -56,9 +56,15 @@ describe('platformUrl', () => {
       { url: DEFAULT_PLATFORM_URL, source: 'the default' })
   })
 
-  test('the data directory defaults to ./.service in the current directory', async () => {
-    assert.deepEqual(await inDirectory(root, async () => platformUrl({ flag: undefined, env: {} })),
-      { url: 'http://localhost:9100', source: join(dataDir, 'url') })
+  test('without SERVICE_DATA_DIR the data directory is the nearest .service here or above', async () => {
+    const expected = { url: 'http://localhost:9100', source: join(dataDir, 'url') }
+    assert.deepEqual(await inDirectory(root, async () => platformUrl({ flag: undefined, env: {} })), expected)
+    const appDir = join(root, 'apps', 'my-app')
+    mkdirSync(appDir, { recursive: true })
+    assert.deepEqual(await inDirectory(appDir, async () => platformUrl({ flag: undefined, env: {} })), expected)
+    mkdirSync(join(root, 'apps', '.service'))
+    assert.deepEqual(await inDirectory(appDir, async () => platformUrl({ flag: undefined, env: {} })),
+      { url: DEFAULT_PLATFORM_URL, source: 'the default' }, 'a nearer .service without a url file is the data directory')
   })
 
   test('a value that is not an http(s) URL is an error naming where it came from', () => {

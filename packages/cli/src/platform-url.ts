@@ -1,18 +1,29 @@
 /**
  * Which platform the CLI talks to. The first of: `--url`, `SERVICE_URL`, the URL the
  * platform recorded in its data directory when it started listening (`<data dir>/url`), and
- * http://localhost:8787. The data directory is found as the platform finds it:
- * `SERVICE_DATA_DIR`, default `./.service`; the operator key is read from the same place,
- * so `npm start` with `PORT=9000` and then `npx service …` in the same directory agree.
+ * http://localhost:8787. The data directory is `SERVICE_DATA_DIR` as for the platform, else
+ * the nearest `.service` directory in the current directory or above it (the platform
+ * makes `./.service` where it starts; an app directory below it finds it as git finds
+ * `.git`). The operator key is read from the same place, so `PORT=9000 npm start` and then
+ * `npx service …` in that directory or below it agree.
  */
-import { existsSync, readFileSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { existsSync, readFileSync, statSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
 
 export const DEFAULT_PLATFORM_URL = 'http://localhost:8787'
 
-/** The platform's data directory as the CLI sees it (SERVICE_DATA_DIR, default ./.service). */
+/**
+ * The platform's data directory as the CLI sees it: SERVICE_DATA_DIR, else the nearest
+ * `.service` directory from the current directory up, else `./.service`.
+ */
 export function dataDir(env: Record<string, string | undefined>): string {
-  return resolve(env.SERVICE_DATA_DIR ?? '.service')
+  if (env.SERVICE_DATA_DIR !== undefined) return resolve(env.SERVICE_DATA_DIR)
+  const cwd = process.cwd()
+  for (let dir = cwd; ; dir = dirname(dir)) {
+    const candidate = join(dir, '.service')
+    if (statSync(candidate, { throwIfNoEntry: false })?.isDirectory()) return candidate
+    if (dirname(dir) === dir) return join(cwd, '.service')
+  }
 }
 
 /** Where the platform records the URL it serves on: `<data dir>/url`, one line. */
@@ -68,7 +79,7 @@ function checked(text: string, source: string): PlatformUrl | { error: string } 
 export function unreachableHint(target: PlatformUrl): string | null {
   if (target.source === '--url' || target.source === 'SERVICE_URL') return null
   if (target.source === 'the default') {
-    return '  (the default URL: no --url, no SERVICE_URL and no ./.service/url of a platform started in this directory;'
+    return '  (the default URL: no --url, no SERVICE_URL and no .service/url of a platform started in this directory or above;'
       + ' set SERVICE_URL to the platform\'s URL, or SERVICE_DATA_DIR to its data directory)'
   }
   return `  (the URL is from ${target.source}, written by the platform when it last started; start it again, or set SERVICE_URL)`
