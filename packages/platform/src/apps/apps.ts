@@ -6,6 +6,7 @@
 import { first, type Db, type Queryable } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
 import { ServiceError } from '../lib/errors.ts'
+import { isAppSlug, isUuid } from '../lib/ids.ts'
 import { createNotifiedCache } from '../lib/notified-cache.ts'
 import type { User } from '../identity/users.ts'
 
@@ -60,14 +61,13 @@ function fromRow(row: AppRow): App {
   }
 }
 
-export const SLUG_PATTERN = /^[a-z][a-z0-9-]{1,38}[a-z0-9]$/
 /** Host labels the platform itself uses under the base domain. */
 export const RESERVED_SLUGS: ReadonlySet<string> = new Set([
   'auth', 'api', 'www', 'admin', 'dashboard', 'mail', 'mcp', 'static', 'cdn', 'status', 'docs',
 ])
 
 export function checkSlug(slug: unknown): string {
-  if (typeof slug !== 'string' || !SLUG_PATTERN.test(slug) || slug.includes('--')) {
+  if (typeof slug !== 'string' || !isAppSlug(slug) || slug.includes('--')) {
     throw new ServiceError('VALIDATION_FAILED',
       'slug must be 3 to 40 lowercase letters, digits or single hyphens, starting with a letter', {
         details: { field: 'slug' },
@@ -111,11 +111,10 @@ export async function listAppsOwnedBy(db: Queryable, user: User): Promise<App[]>
   return rows.map(fromRow)
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** An app the user owns, by id or slug; APP_NOT_FOUND otherwise (also for others' apps). */
 export async function getOwnedApp(db: Queryable, user: User, idOrSlug: string): Promise<App> {
-  const column = UUID.test(idOrSlug) ? 'id' : 'slug'
+  const column = isUuid(idOrSlug) ? 'id' : 'slug'
   const row = await first<AppRow>(db,
     `select ${APP_COLUMNS} from platform.apps where ${column} = $1 and owner_id = $2`, [idOrSlug, user.id])
   if (!row) throw new ServiceError('APP_NOT_FOUND', `no app "${idOrSlug}" among your apps`)

@@ -4,24 +4,8 @@
  * HTML-escaped and only http(s) URLs become links. The HTML body of a message is never
  * rendered; the text body is what a developer needs to follow a sign-in link.
  */
+import { escapeHtml } from '../lib/html.ts'
 import type { DevMail } from './dev-mailbox.ts'
-
-/** Served with the page: no scripts, no remote loads, no framing, no referrer leaks. */
-export const DEV_MAIL_PAGE_CSP =
-  "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-
-const HTML_ESCAPES: Record<string, string> = {
-  '&': '&amp;',
-  '<': '&lt;',
-  '>': '&gt;',
-  '"': '&quot;',
-  "'": '&#39;',
-}
-
-/** Escapes text for HTML content and for quoted attribute values alike. */
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (char) => HTML_ESCAPES[char] ?? char)
-}
 
 const URL_CANDIDATE = /https?:\/\/[^\s<>"'`]+/gi
 /** Punctuation that ends a sentence rather than a URL ("see https://x.test/a."). */
@@ -71,7 +55,8 @@ function isHttpUrl(text: string): boolean {
 }
 
 /** The whole page: newest message first, each with recipient, subject, time and text body. */
-export function renderDevMailPage(messages: readonly DevMail[], filter: { to: string | null }): string {
+export function renderDevMailPage(messages: readonly DevMail[], options: { to: string | null; nonce: string }): string {
+  const filter = options
   const heading = filter.to === null ? 'Development mailbox' : `Development mailbox: ${filter.to}`
   const items = messages.map(renderMessage).join('\n')
   const empty = '<p class="empty">No messages yet. Email the platform sends without an SMTP server appears here.</p>'
@@ -82,7 +67,7 @@ export function renderDevMailPage(messages: readonly DevMail[], filter: { to: st
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <title>${escapeHtml(heading)}</title>
-<style>
+<style nonce="${escapeHtml(options.nonce)}">
   body { font: 15px/1.5 system-ui, sans-serif; margin: 0 auto; max-width: 60rem; padding: 1.5rem; color: #1d2430; }
   h1 { font-size: 1.4rem; }
   .note { color: #5b6575; }

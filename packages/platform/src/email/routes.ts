@@ -7,7 +7,8 @@
 import { Hono, type Context } from 'hono'
 import type { Db } from '../db/db.ts'
 import { ServiceError, toErrorBody } from '../lib/errors.ts'
-import { renderDevMailPage, DEV_MAIL_PAGE_CSP } from './dev-mail-page.ts'
+import { newNonce, pageHeaders } from '../lib/html.ts'
+import { renderDevMailPage } from './dev-mail-page.ts'
 import { DEV_MAIL_MAX_LIMIT, listDevMail, type DevMail } from './dev-mailbox.ts'
 
 /**
@@ -35,11 +36,10 @@ export function devMailRoutes(deps: { db: Db; production: boolean }): Hono {
   routes.get('/view', async (c) => {
     const query = mailboxQuery(c)
     const messages = await listDevMail(deps.db, query)
-    c.header('cache-control', 'no-store')
-    c.header('content-security-policy', DEV_MAIL_PAGE_CSP)
-    c.header('x-content-type-options', 'nosniff')
-    c.header('referrer-policy', 'no-referrer')
-    return c.html(renderDevMailPage(messages, { to: query.to ?? null }))
+    // No scripts and no forms: the page's one style element carries the response's nonce.
+    const nonce = newNonce()
+    const headers = { ...pageHeaders({ nonce, formAction: "'none'" }), 'referrer-policy': 'no-referrer' }
+    return c.body(renderDevMailPage(messages, { to: query.to ?? null, nonce }), 200, headers)
   })
 
   return routes

@@ -15,11 +15,15 @@ import type { HostUrls } from './hosts.ts'
 import { BROWSER_SDK_SOURCE } from '@service/browser-sdk'
 import { createAccessTokenVerifier, mintAccessToken } from '../identity/access-tokens.ts'
 import { appSessionById, exchangeCode, resolveAppSession, signOutAppSession, type AppSessionDeps } from '../identity/app-sessions.ts'
-import { clearCookie, COOKIES, readCookie, writeCookie, type CookieOptions } from '../identity/cookies.ts'
+import { clearCookie, readCookie, writeCookie, type CookieOptions } from '../identity/cookies.ts'
 import { accessReason } from '../identity/grants.ts'
 import { VERIFICATION_REQUIRED } from '../identity/confirmation.ts'
 import { APP_TOKEN_PREFIX, type VerifiedAppToken } from '../identity/app-tokens.ts'
-import { page, escapeHtml } from '../identity/pages.ts'
+import { page, escapeHtml } from '../lib/html.ts'
+import { sameOriginUrl } from '../lib/redirects.ts'
+import { safeEqual } from '../lib/crypto.ts'
+import { browserSecret } from '../identity/secrets.ts'
+import { LIFETIMES } from '../identity/lifetimes.ts'
 import type { User } from '../identity/users.ts'
 import type { DataApi } from '../data-api/index.ts'
 
@@ -63,8 +67,18 @@ export function appEdge(deps: EdgeDeps) {
   const edge = new Hono<EdgeEnv>()
   const verifyAccessToken = createAccessTokenVerifier(deps.jwtKey, deps.clock)
   const origin = (app: App) => deps.urls.app(app.slug)
-  const signInRedirect = (app: App, returnTo: string) =>
-    `${deps.urls.auth}/authorize?app=${encodeURIComponent(app.slug)}&return_to=${encodeURIComponent(returnTo)}`
+  /**
+   * Starts a sign-in from this browser: a fresh state in a cookie on the app origin, and the
+   * central authorize URL that carries it back to the callback. The callback takes a code only
+   * with this browser's state, so a code minted for someone else's session cannot sign this
+   * browser in (login CSRF), as OAuth's `state` does.
+   */
+  const startSignIn = (c: Context, app: App, returnTo: string) => {
+    const state = browserSecret().value
+    writeCookie(c, deps.cookies, { kind: 'authState', value: state, maxAgeSeconds: LIFETIMES.signInStateMs / 1000 })
+    const target = sameOriginUrl(returnTo, origin(app))
+    return `${deps.urls.auth}/authorize?app=${encodeURIComponent(app.slug)}&return_to=${encodeURIComponent(target)}&state=${state}`
+  }
 
   /** Same-origin check for state-changing SDK calls (a custom header cannot be sent cross-site without CORS). */
   const sameOrigin = (c: Context<EdgeEnv>) => {
@@ -99,29 +113,36 @@ export function appEdge(deps: EdgeDeps) {
 
   edge.get('/_service/auth/callback', async (c) => {
     const app = c.var.app
-    const result = await exchangeCode(deps.db, deps.clock, deps.sessions.key, { code: c.req.query('code') ?? '', appId: app.id })
-    if (!result) {
-      return page(c, 'Sign-in expired', `<h1>Sign-in link expired</h1><p><a href="${escapeHtml(signInRedirect(app, origin(app) + '/'))}">Sign in again</a></p>`, { status: 400 })
+    const state = readCookie(c, deps.cookies, 'authState')
+    const again = `<p><a href="${escapeHtml(origin(app))}/_service/auth/sign-in">Sign in again</a></p>`
+    if (!state || !safeEqual(state, c.req.query('state') ?? '')) {
+      // Checked before the code is looked at: a code that this browser did not ask for is
+      // never exchanged here, whoever's session it carries.
+      return page(c, 'Sign-in not completed', `<h1>Sign-in not completed</h1>
+        <p>This sign-in was not started in this browser, or it took longer than an hour. Nothing changed.</p>${again}`, { status: 400 })
     }
+    clearCookie(c, deps.cookies, 'authState')
+    const result = await exchangeCode(deps.db, deps.clock, deps.sessions.key, { code: c.req.query('code') ?? '', appId: app.id })
+    if (!result) return page(c, 'Sign-in expired', `<h1>Sign-in link expired</h1>${again}`, { status: 400 })
     writeCookie(c, deps.cookies, {
-      name: COOKIES.appSession, value: result.cookie,
+      kind: 'appSession', value: result.cookie,
       maxAgeSeconds: (result.appSession.expiresAt.getTime() - deps.clock.now().getTime()) / 1000,
     })
-    const target = new URL(result.returnTo, origin(app))
-    return c.redirect(target.origin === origin(app) ? target.pathname + target.search + target.hash : '/', 303)
+    return c.redirect(sameOriginUrl(result.returnTo, origin(app)), 303)
   })
 
   edge.get('/_service/auth/sign-in', (c) => {
     const app = c.var.app
-    const referer = c.req.header('referer')
-    const back = referer && referer.startsWith(origin(app) + '/') ? referer : origin(app) + '/'
-    return c.redirect(signInRedirect(app, back), 302)
+    // Where to come back to: `return_to` (the central sign-in sends a stateless authorize
+    // here), else the page that linked here; only this app's origin, else its front page.
+    const back = c.req.query('return_to') ?? c.req.header('referer') ?? '/'
+    return c.redirect(startSignIn(c, app, back), 302)
   })
 
   edge.post('/_service/auth/sign-out', async (c) => {
     sameOrigin(c)
-    const signedOut = await signOutAppSession(deps.db, deps.clock, c.var.app.id, readCookie(c, COOKIES.appSession))
-    clearCookie(c, deps.cookies, COOKIES.appSession)
+    const signedOut = await signOutAppSession(deps.db, deps.clock, c.var.app.id, readCookie(c, deps.cookies, 'appSession'))
+    clearCookie(c, deps.cookies, 'appSession')
     return c.json({ signedOut })
   })
 
@@ -149,13 +170,13 @@ export function appEdge(deps: EdgeDeps) {
       c.set('granted', state.granted)
       return next()
     }
-    const cookie = readCookie(c, COOKIES.appSession)
+    const cookie = readCookie(c, deps.cookies, 'appSession')
     const state = await resolveAppSession(deps.sessions, app.id, cookie)
     if (state.status === 'active') {
       c.set('caller', { user: state.user, appSessionId: state.appSession.id, via: 'session' })
       c.set('granted', state.granted)
     } else {
-      if (cookie) clearCookie(c, deps.cookies, COOKIES.appSession)
+      if (cookie) clearCookie(c, deps.cookies, 'appSession')
       c.set('caller', { user: null, appSessionId: null, via: 'anonymous' })
     }
     return next()
@@ -187,7 +208,7 @@ export function appEdge(deps: EdgeDeps) {
     if (app.visibility === 'public') return next()
     const user = c.var.caller.user
     if (!user) {
-      if (wantsPage(c)) return c.redirect(signInRedirect(app, c.req.url.replace(/^[a-z]+:\/\/[^/]+/, origin(app))), 302)
+      if (wantsPage(c)) return c.redirect(startSignIn(c, app, c.req.url.replace(/^[a-z]+:\/\/[^/]+/, origin(app))), 302)
       throw new ServiceError('AUTH_REQUIRED', 'this app is private: sign in first')
     }
     if (!(await accessReason(deps.db, { app, user, granted: c.var.granted }))) {

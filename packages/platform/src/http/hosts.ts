@@ -2,6 +2,8 @@
  * Host routing. `{base_url}` is the control plane, `auth.<base domain>` the central sign-in,
  * `<slug>.<base domain>` one app. Anything else is an unknown host.
  */
+import { isAppSlug } from '../lib/ids.ts'
+
 export type HostTarget =
   | { kind: 'base' }
   | { kind: 'auth' }
@@ -63,6 +65,6 @@ function classify(hostHeader: string, baseUrl: URL): HostTarget {
   if (!name.endsWith(`.${base}`)) return { kind: 'unknown' }
   const label = name.slice(0, -base.length - 1)
   if (label === 'auth') return { kind: 'auth' }
-  if (/^[a-z][a-z0-9-]{1,38}[a-z0-9]$/.test(label)) return { kind: 'app', slug: label }
+  if (isAppSlug(label)) return { kind: 'app', slug: label }
   return { kind: 'unknown' }
 }

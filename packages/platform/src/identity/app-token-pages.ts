@@ -17,9 +17,9 @@ import type { HostUrls } from '../http/hosts.ts'
 import {
   approveTokenRequest, findTokenRequest, inspectReveal, openReveal, tokenRequestStatus, type RevealState,
 } from './app-tokens.ts'
-import { COOKIES, readCookie, type CookieOptions } from './cookies.ts'
+import { readCookie, type CookieOptions } from './cookies.ts'
 import { csrfToken, readForm } from './forms.ts'
-import { escapeHtml, hidden, page } from './pages.ts'
+import { escapeHtml, hidden, page } from '../lib/html.ts'
 import { sessionFromCookie, type ActiveSession } from './sessions.ts'
 
 export interface AppTokenPageDeps {
@@ -47,8 +47,8 @@ export function pageErrorHandler(logger: Logger, title: string) {
 }
 
 /** The central session of this browser, or null. */
-export function browserSession(c: Context, deps: { db: Db; clock: Clock }): Promise<ActiveSession | null> {
-  return sessionFromCookie(deps.db, deps.clock, readCookie(c, COOKIES.session))
+export function browserSession(c: Context, deps: { db: Db; clock: Clock; cookies: CookieOptions }): Promise<ActiveSession | null> {
+  return sessionFromCookie(deps.db, deps.clock, readCookie(c, deps.cookies, 'session'))
 }
 
 /** Sends the browser to sign-in and back to `path` (a path on the auth host). */
@@ -115,7 +115,7 @@ export function appTokenPages(deps: AppTokenPageDeps) {
   })
 
   routes.post('/app-tokens/reveal', async (c) => {
-    const values = await readForm(c, deps.urls.auth)
+    const values = await readForm(c, { origin: deps.urls.auth, cookies: deps.cookies })
     const id = values.id ?? ''
     const k = values.k ?? ''
     const active = await browserSession(c, deps)
@@ -160,7 +160,7 @@ export function appTokenPages(deps: AppTokenPageDeps) {
   })
 
   routes.post('/app-tokens/requests/:id', async (c) => {
-    await readForm(c, deps.urls.auth)
+    await readForm(c, { origin: deps.urls.auth, cookies: deps.cookies })
     const active = await browserSession(c, deps)
     if (!active) throw new ServiceError('AUTH_REQUIRED', 'sign in as the app\'s owner, then open the request again')
     if (!active.user.emailConfirmedAt) return confirmFirstPage(c, active.user.email)

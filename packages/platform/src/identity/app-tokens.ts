@@ -22,6 +22,7 @@ import { decrypt, encrypt } from '../lib/encryption.ts'
 import { ServiceError } from '../lib/errors.ts'
 import { createNotifiedCache } from '../lib/notified-cache.ts'
 import { createUsageStamps } from '../lib/usage-stamps.ts'
+import { isUuid } from '../lib/ids.ts'
 import { userFromRow, type User } from './users.ts'
 
 export const APP_TOKEN_PREFIX = 'svc_app_'
@@ -35,12 +36,6 @@ export const APP_TOKEN_LIFETIMES = {
 
 /** Active tokens per app; the owner revokes one before creating more. Keeps lists bounded. */
 export const MAX_ACTIVE_APP_TOKENS = 50
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-
-export function isUuid(value: string): boolean {
-  return UUID.test(value)
-}
 
 export interface AppToken {
   id: string

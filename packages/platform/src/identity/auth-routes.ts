@@ -12,10 +12,10 @@ import { ServiceError } from '../lib/errors.ts'
 import { findAppBySlug } from '../apps/apps.ts'
 import type { HostUrls } from '../http/hosts.ts'
 import { issueCode } from './app-sessions.ts'
-import { clearCookie, COOKIE_PATHS, COOKIES, readCookie, writeCookie, type CookieOptions } from './cookies.ts'
+import { clearCookie, readCookie, writeCookie, type CookieOptions } from './cookies.ts'
 import { LIFETIMES } from './lifetimes.ts'
 import { checkOrigin, csrfToken, readForm } from './forms.ts'
-import { contentSecurityPolicy, escapeHtml, hidden, page } from './pages.ts'
+import { escapeHtml, hidden, page, scriptJson } from '../lib/html.ts'
 import { createSession, revokeSession, sessionFromCookie } from './sessions.ts'
 import { approveLink, bindPreview, claimApproved, claimState, inspectLink, startRequest } from './sign-in-requests.ts'
 import { createUser, findUserById, findUserByEmail, normaliseEmail, type User } from './users.ts'
@@ -25,6 +25,9 @@ import { confirmOnboarding } from './onboarding.ts'
 import { checkPassword, hashPassword, verifyPassword } from './passwords.ts'
 import { createRateLimiter, rateLimited, type RateRule } from '../lib/rate-limit.ts'
 import { clientAddress } from '../http/client-address.ts'
+import { isAppSlug, isUuid } from '../lib/ids.ts'
+import { sameOriginPath, sameOriginUrl } from '../lib/redirects.ts'
+import { isBrowserSecret } from './secrets.ts'
 
 export interface Mail {
   send(message: { to: string; subject: string; text: string; html?: string }): Promise<void>
@@ -47,23 +50,18 @@ export interface AuthRouteDeps {
 
 const WINDOW_SECONDS = 15 * 60
 
-/** A `continue` target: a path on the auth host, never another origin. */
-export function safeContinue(value: string | undefined | null): string {
-  if (!value || value.length > 2000 || !value.startsWith('/') || value.startsWith('//') || value.includes('\\')) return '/'
-  try {
-    const url = new URL(value, 'http://auth.invalid')
-    return url.host === 'auth.invalid' ? url.pathname + url.search : '/'
-  } catch {
-    return '/'
-  }
-}
 
 export function authRoutes(deps: AuthRouteDeps) {
   const { db, clock } = deps
   const routes = new Hono()
 
+  /** A `continue` target: a normalised path on the auth host, never another origin. */
+  const safeContinue = (value: string | undefined | null) => sameOriginPath(value, deps.urls.auth)
+  /** Redirects to a path on the auth host, always as an absolute URL. */
+  const redirectTo = (c: Context, path: string, status: 302 | 303) => c.redirect(sameOriginUrl(path, deps.urls.auth), status)
   const csrf = (c: Context) => csrfToken(c, deps.cookies)
-  const form = (c: Context) => readForm(c, deps.urls.auth)
+  const claimProof = (c: Context) => ({ claim: readCookie(c, deps.cookies, 'claim'), csrf: readCookie(c, deps.cookies, 'csrf') })
+  const form = (c: Context) => readForm(c, { origin: deps.urls.auth, cookies: deps.cookies })
   const limiter = createRateLimiter({ db, clock })
   const rules = {
     address: { name: 'sign-in-address', limit: deps.limits?.perAddress ?? 10, windowSeconds: WINDOW_SECONDS },
@@ -79,14 +77,14 @@ export function authRoutes(deps: AuthRouteDeps) {
   async function startSession(c: Context, user: User): Promise<void> {
     const { session, cookie } = await createSession(db, clock, { user, userAgent: c.req.header('user-agent') ?? null })
     writeCookie(c, deps.cookies, {
-      name: COOKIES.session, value: cookie, maxAgeSeconds: (session.expiresAt.getTime() - clock.now().getTime()) / 1000,
+      kind: 'session', value: cookie, maxAgeSeconds: (session.expiresAt.getTime() - clock.now().getTime()) / 1000,
     })
   }
 
   /** Emails the scanner-safe confirmation link of an unconfirmed account. */
   async function sendConfirmation(user: User): Promise<void> {
     const started = await startRequest(db, clock, {
-      purpose: 'confirm_email', email: user.email, userId: user.id, continueTo: null, withClaim: false,
+      purpose: 'confirm_email', email: user.email, userId: user.id, continueTo: null, claimCsrf: null,
     })
     const link = `${deps.urls.auth}/confirm?r=${started.request.id}&t=${started.linkSecret}`
     await deps.mailer.send({
@@ -108,7 +106,7 @@ export function authRoutes(deps: AuthRouteDeps) {
       })
       await sendConfirmation(created)
       await startSession(c, created)
-      return c.redirect(next, 303)
+      return redirectTo(c, next, 303)
     }
     const verifier = user ? await passwordVerifier(user.id) : null
     const valid = await verifyPassword(verifier, password)
@@ -123,7 +121,7 @@ export function authRoutes(deps: AuthRouteDeps) {
         <p><a href="/sign-in?continue=${encodeURIComponent(next)}">Try again</a>, or sign in with an email link.</p>`, { status: 401 })
     }
     await startSession(c, user)
-    return c.redirect(next, 303)
+    return redirectTo(c, next, 303)
   }
 
   async function passwordVerifier(userId: string): Promise<string | null> {
@@ -136,9 +134,8 @@ export function authRoutes(deps: AuthRouteDeps) {
   const formAction = `'self' ${base.protocol}//*.${base.host}`
   routes.use('*', async (c, next) => {
     await next()
-    if (c.res.headers.get('content-type')?.startsWith('text/html')) {
-      c.res.headers.set('content-security-policy', contentSecurityPolicy(formAction))
-    }
+    const policy = c.res.headers.get('content-security-policy')
+    if (policy) c.res.headers.set('content-security-policy', policy.replace(/form-action [^;]*/, `form-action ${formAction}`))
   })
 
   routes.onError((error, c) => {
@@ -156,7 +153,7 @@ export function authRoutes(deps: AuthRouteDeps) {
   })
 
   routes.get('/', async (c) => {
-    const active = await sessionFromCookie(db, clock, readCookie(c, COOKIES.session))
+    const active = await sessionFromCookie(db, clock, readCookie(c, deps.cookies, 'session'))
     if (!active) return c.redirect('/sign-in', 302)
     return page(c, 'Signed in', `<h1>Signed in</h1><p>You are signed in as <strong>${escapeHtml(active.user.email)}</strong>.</p>
       <form method="post" action="/sign-out">${hidden('csrf', csrf(c))}<button>Sign out</button></form>`)
@@ -164,7 +161,7 @@ export function authRoutes(deps: AuthRouteDeps) {
 
   routes.get('/sign-in', async (c) => {
     const next = safeContinue(c.req.query('continue'))
-    if (await sessionFromCookie(db, clock, readCookie(c, COOKIES.session))) return c.redirect(next, 302)
+    if (await sessionFromCookie(db, clock, readCookie(c, deps.cookies, 'session'))) return redirectTo(c, next, 302)
     return page(c, 'Sign in', `<h1>Sign in</h1>
       <form method="post" action="/sign-in">${hidden('csrf', csrf(c))}${hidden('continue', next)}
         <label for="email">Email address</label>
@@ -187,7 +184,7 @@ export function authRoutes(deps: AuthRouteDeps) {
     if (values.password) return passwordSignIn(c, email, values.password, next)
     const user = await findUserByEmail(db, email)
     const started = await startRequest(db, clock, {
-      purpose: 'sign_in', email, userId: user?.id ?? null, continueTo: next, withClaim: true,
+      purpose: 'sign_in', email, userId: user?.id ?? null, continueTo: next, claimCsrf: values.csrf!,
     })
     if (user || deps.registration) {
       const link = `${deps.urls.auth}/confirm?r=${started.request.id}&t=${started.linkSecret}`
@@ -204,20 +201,21 @@ export function authRoutes(deps: AuthRouteDeps) {
       })
     }
     writeCookie(c, deps.cookies, {
-      name: COOKIES.claim, value: started.claimSecret!, path: COOKIE_PATHS.claim,
-      maxAgeSeconds: (LIFETIMES.linkMs * 2) / 1000, sameSite: 'Strict',
+      kind: 'claim', value: started.claimSecret!,
+      maxAgeSeconds: (LIFETIMES.linkMs * 2) / 1000,
     })
     return c.redirect(`/sign-in/wait?r=${started.request.id}`, 303)
   })
 
   routes.get('/sign-in/wait', (c) => {
     const id = c.req.query('r') ?? ''
+    if (!isUuid(id)) return linkProblem(c, 'unknown')
     return page(c, 'Check your email', `<h1>Check your email</h1>
       <p>We sent you a sign-in link. Open it and approve; this window then continues by itself.</p>
       <p class="muted" id="state">Waiting for your approval…</p>
       <form method="post" action="/sign-in/claim" id="claim">${hidden('csrf', csrf(c))}${hidden('r', id)}
         <button>I approved, continue</button></form>`, {
-      script: `(function(){var id=${JSON.stringify(id)};function poll(){fetch('/sign-in/claim/status?r='+encodeURIComponent(id),{credentials:'same-origin'})
+      script: `(function(){var id=${scriptJson(id)};function poll(){fetch('/sign-in/claim/status?r='+encodeURIComponent(id),{credentials:'same-origin'})
 .then(function(r){return r.json()}).then(function(s){if(s.status==='approved'){document.getElementById('claim').submit()}
 else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById('state').textContent='This sign-in request has '+(s.status==='expired'?'expired':'ended')+'. Start again.'}})
 .catch(function(){setTimeout(poll,3000)})}poll()})()`,
@@ -225,35 +223,36 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
   })
 
   routes.get('/sign-in/claim/status', async (c) => {
-    const status = await claimState(db, clock, c.req.query('r') ?? '', readCookie(c, COOKIES.claim))
+    const status = await claimState(db, clock, { id: c.req.query('r') ?? '', proof: claimProof(c) })
     return c.json({ status: status === 'unknown' ? 'expired' : status })
   })
 
   routes.post('/sign-in/claim', async (c) => {
     const values = await form(c)
-    const request = await claimApproved(db, clock, values.r ?? '', readCookie(c, COOKIES.claim))
+    const request = await claimApproved(db, clock, { id: values.r ?? '', proof: claimProof(c) })
     if (!request) {
       return page(c, 'Not approved yet', `<h1>Not approved yet</h1><p>Open the link we emailed you and press Approve, then continue here.</p>
-        <p><a href="/sign-in/wait?r=${escapeHtml(values.r ?? '')}">Back</a></p>`, { status: 409 })
+        <p><a href="/sign-in/wait?r=${escapeHtml(isUuid(values.r ?? '') ? values.r! : '')}">Back</a></p>`, { status: 409 })
     }
     const user = request.userId ? await findUserById(db, request.userId) : null
     if (!user) throw new ServiceError('FORBIDDEN', 'this sign-in request has no account')
     const { session, cookie } = await createSession(db, clock, { user, userAgent: c.req.header('user-agent') ?? null })
     writeCookie(c, deps.cookies, {
-      name: COOKIES.session, value: cookie, maxAgeSeconds: (session.expiresAt.getTime() - clock.now().getTime()) / 1000,
+      kind: 'session', value: cookie, maxAgeSeconds: (session.expiresAt.getTime() - clock.now().getTime()) / 1000,
     })
-    clearCookie(c, deps.cookies, COOKIES.claim, COOKIE_PATHS.claim)
-    return c.redirect(safeContinue(request.continueTo), 303)
+    clearCookie(c, deps.cookies, 'claim')
+    return redirectTo(c, safeContinue(request.continueTo), 303)
   })
 
   routes.get('/confirm', async (c) => {
     const id = c.req.query('r') ?? ''
     const secret = c.req.query('t') ?? ''
+    if (!isUuid(id) || !isBrowserSecret(secret)) return linkProblem(c, 'unknown')
     const { state, request } = await inspectLink(db, clock, id, secret)
     if (state !== 'valid' || !request) return linkProblem(c, state)
     const preview = await bindPreview(db, id)
     writeCookie(c, deps.cookies, {
-      name: COOKIES.preview, value: preview, path: COOKIE_PATHS.preview, maxAgeSeconds: LIFETIMES.previewMs / 1000, sameSite: 'Strict',
+      kind: 'preview', value: preview, maxAgeSeconds: LIFETIMES.previewMs / 1000,
     })
     const what = request.purpose === 'confirm_email'
       ? 'Confirm your email address'
@@ -268,9 +267,9 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
     checkOrigin(c, deps.urls.auth)
     const body = await c.req.parseBody()
     const outcome = await approveLink(db, clock, {
-      id: String(body.r ?? ''), linkSecret: String(body.t ?? ''), previewSecret: readCookie(c, COOKIES.preview),
+      id: String(body.r ?? ''), linkSecret: String(body.t ?? ''), previewSecret: readCookie(c, deps.cookies, 'preview'),
     })
-    clearCookie(c, deps.cookies, COOKIES.preview, COOKIE_PATHS.preview)
+    clearCookie(c, deps.cookies, 'preview')
     if (!outcome.ok) {
       if (outcome.reason === 'preview_missing') {
         return page(c, 'Open the link first', `<h1>Open the link in your browser</h1>
@@ -295,7 +294,7 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
       const onboardingId = /^\/launch\/([0-9a-f-]{36})$/.exec(launch)?.[1]
       if (onboardingId) await confirmOnboarding(db, clock, onboardingId)
       await startSession(c, (await findUserById(db, user.id))!)
-      return c.redirect(launch, 303)
+      return redirectTo(c, launch, 303)
     }
     if (request.purpose === 'confirm_email') {
       return page(c, 'Email confirmed', '<h1>Email confirmed</h1><p>Thank you. Your apps run normally. You may close this window.</p>')
@@ -306,28 +305,26 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
   routes.get('/authorize', async (c) => {
     const slug = c.req.query('app') ?? ''
     const returnTo = c.req.query('return_to') ?? ''
-    const app = /^[a-z][a-z0-9-]{1,38}[a-z0-9]$/.test(slug) ? await findAppBySlug(db, slug) : null
+    const app = isAppSlug(slug) ? await findAppBySlug(db, slug) : null
     if (!app) throw new ServiceError('NOT_FOUND', 'there is no such app to sign in to')
     const origin = deps.urls.app(app.slug)
-    let target: URL
-    try {
-      target = new URL(returnTo, origin)
-    } catch {
-      target = new URL(origin)
-    }
     // Only the app's own origin is a return target: no open redirect.
-    if (target.origin !== origin) target = new URL(origin)
-    const active = await sessionFromCookie(db, clock, readCookie(c, COOKIES.session))
+    const target = sameOriginUrl(returnTo, origin)
+    const state = c.req.query('state') ?? ''
+    // The app origin's state binds the sign-in to the browser that started it. A request
+    // without one (an old or hand-made link) starts over on the app origin, which sets it.
+    if (!isBrowserSecret(state)) return c.redirect(`${origin}/_service/auth/sign-in?return_to=${encodeURIComponent(target)}`, 302)
+    const active = await sessionFromCookie(db, clock, readCookie(c, deps.cookies, 'session'))
     if (!active) {
-      const self = `/authorize?app=${encodeURIComponent(slug)}&return_to=${encodeURIComponent(target.toString())}`
-      return c.redirect(`/sign-in?continue=${encodeURIComponent(self)}`, 302)
+      const self = `/authorize?app=${encodeURIComponent(slug)}&return_to=${encodeURIComponent(target)}&state=${state}`
+      return redirectTo(c, `/sign-in?continue=${encodeURIComponent(self)}`, 302)
     }
-    const code = await issueCode(db, clock, { sessionId: active.session.id, appId: app.id, returnTo: target.toString() })
-    return c.redirect(`${origin}/_service/auth/callback?code=${encodeURIComponent(code)}`, 302)
+    const code = await issueCode(db, clock, { sessionId: active.session.id, appId: app.id, returnTo: target })
+    return c.redirect(`${origin}/_service/auth/callback?code=${encodeURIComponent(code)}&state=${state}`, 302)
   })
 
   routes.get('/preferences', async (c) => {
-    const active = await sessionFromCookie(db, clock, readCookie(c, COOKIES.session))
+    const active = await sessionFromCookie(db, clock, readCookie(c, deps.cookies, 'session'))
     if (!active) return c.redirect(`/sign-in?continue=${encodeURIComponent('/preferences')}`, 302)
     const confirmed = active.user.emailConfirmedAt !== null
     return page(c, 'Preferences', `<h1>Preferences</h1><p>Signed in as <strong>${escapeHtml(active.user.email)}</strong>.</p>
@@ -346,7 +343,7 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
 
   routes.post('/preferences/password', async (c) => {
     const values = await form(c)
-    const active = await sessionFromCookie(db, clock, readCookie(c, COOKIES.session))
+    const active = await sessionFromCookie(db, clock, readCookie(c, deps.cookies, 'session'))
     if (!active) return c.redirect('/sign-in?continue=%2Fpreferences', 303)
     await limit(rules.password, active.user.id)
     if ((values.password ?? '') !== (values.repeat ?? '')) {
@@ -360,6 +357,7 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
 
   routes.get('/verification/resend', (c) => {
     const slug = c.req.query('app') ?? ''
+    if (slug && !isAppSlug(slug)) throw new ServiceError('NOT_FOUND', 'there is no such app')
     return page(c, 'Resend confirmation', `<h1>Resend the confirmation email</h1>
       <p>The confirmation link goes to the email address of the app's owner.</p>
       <form method="post" action="/verification/resend">${hidden('csrf', csrf(c))}${hidden('app', slug)}<button>Send it again</button></form>`)
@@ -369,11 +367,12 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
     const values = await form(c)
     let user: User | null = null
     if (values.app) {
+      if (!isAppSlug(values.app)) throw new ServiceError('NOT_FOUND', 'there is no such app')
       // The paused app's page offers this to whoever sees it; the mail goes to its owner only.
       const app = await findAppBySlug(db, values.app)
       user = app ? await findUserById(db, app.ownerId) : null
     } else {
-      user = (await sessionFromCookie(db, clock, readCookie(c, COOKIES.session)))?.user ?? null
+      user = (await sessionFromCookie(db, clock, readCookie(c, deps.cookies, 'session')))?.user ?? null
     }
     if (user && !user.emailConfirmedAt) {
       await limit(rules.address, user.email)
@@ -386,9 +385,9 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
 
   routes.post('/sign-out', async (c) => {
     await form(c)
-    const active = await sessionFromCookie(db, clock, readCookie(c, COOKIES.session))
+    const active = await sessionFromCookie(db, clock, readCookie(c, deps.cookies, 'session'))
     if (active) await revokeSession(db, clock, active.session.id, 'signed_out')
-    clearCookie(c, deps.cookies, COOKIES.session)
+    clearCookie(c, deps.cookies, 'session')
     return page(c, 'Signed out', '<h1>Signed out</h1><p>This browser is signed out. Other browsers stay signed in.</p>')
   })
 

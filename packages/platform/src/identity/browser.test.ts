@@ -60,7 +60,7 @@ describe(`sign-in in a real browser (Chromium, ${backend})`, browserSuite(), () 
 
   /** The names of the session cookies a browser holds (central and app). */
   const sessionCookies = async (context: BrowserContext) =>
-    (await context.cookies()).map((c) => c.name).filter((name) => name === COOKIES.session || name === COOKIES.appSession)
+    (await context.cookies()).map((c) => c.name).filter((name) => name === COOKIES.session.name || name === COOKIES.appSession.name)
 
   /** Fails unless the page stays where it is for `ms` (the waiting page must not continue). */
   const staysOn = async (page: Page, ms: number) => {
@@ -230,7 +230,7 @@ describe(`sign-in in a real browser (Chromium, ${backend})`, browserSuite(), () 
     await a.reload()
     // Back on sign-in (not bounced to the app by /authorize): the central session ended too.
     assert.ok(onSignInPage(a), `the signed-out browser should be sent to sign-in, got ${a.url()}`)
-    assert.deepEqual((await laptop.cookies(target)).map((c) => c.name).filter((name) => name === COOKIES.appSession), [])
+    assert.deepEqual((await laptop.cookies(target)).map((c) => c.name).filter((name) => name === COOKIES.appSession.name), [])
 
     const still = await p.reload()
     assert.equal(still?.status(), 200)
@@ -257,8 +257,8 @@ describe(`sign-in in a real browser (Chromium, ${backend})`, browserSuite(), () 
 
     assert.deepEqual(await a.evaluate(() => service.auth.currentUser()), { id: owner.userId, email: OWNER })
     await a.locator('#who').filter({ hasText: OWNER }).waitFor()
-    assert.doesNotMatch(await a.evaluate(() => document.cookie), new RegExp(COOKIES.appSession))
-    const appCookie = (await browser.cookies(b.appUrl('open'))).find((c) => c.name === COOKIES.appSession)
+    assert.doesNotMatch(await a.evaluate(() => document.cookie), new RegExp(COOKIES.appSession.name))
+    const appCookie = (await browser.cookies(b.appUrl('open'))).find((c) => c.name === COOKIES.appSession.name)
     assert.equal(appCookie?.httpOnly, true, 'the session cookie is there, HttpOnly')
   })
 
@@ -308,6 +308,6 @@ describe(`sign-in in a real browser (Chromium, ${backend})`, browserSuite(), () 
     await fresh.fill('#password', 'guest password 1')
     await Promise.all([fresh.waitForURL((url) => url.origin === b.appUrl('open')), fresh.click('button')])
     await fresh.locator('#who').filter({ hasText: GUEST }).waitFor()
-    assert.deepEqual((await sessionCookies(again)).sort(), [COOKIES.appSession, COOKIES.session].sort())
+    assert.deepEqual((await sessionCookies(again)).sort(), [COOKIES.appSession.name, COOKIES.session.name].sort())
   })
 })

@@ -51,7 +51,7 @@ describe(`service login through the browser (${backend})`, () => {
     const { requestId, link } = await requestLink(b, 'owner@acme.test', `/cli/login/${login.id}`)
     await approve(b, link)
     const claimed = await claim(b, requestId)
-    assert.equal(claimed.headers.get('location'), `/cli/login/${login.id}`)
+    assert.equal(claimed.headers.get('location'), `${AUTH}/cli/login/${login.id}`)
     const review = await b.fetch(login.approveUrl)
     const html = await review.text()
     assert.equal(review.status, 200)

@@ -21,10 +21,10 @@ import type { HostUrls } from '../http/hosts.ts'
 import { bearerToken, requireOwner, type OwnerEnv } from '../http/owner-auth.ts'
 import { readObject } from '../http/json.ts'
 import { browserSession, confirmFirstPage, pageErrorHandler, signInFirst } from './app-token-pages.ts'
-import { isUuid } from './app-tokens.ts'
+import { isUuid } from '../lib/ids.ts'
 import type { CookieOptions } from './cookies.ts'
 import { csrfToken, readForm } from './forms.ts'
-import { escapeHtml, hidden, page } from './pages.ts'
+import { escapeHtml, hidden, page } from '../lib/html.ts'
 import { issueOwnerToken, revokeOwnerToken, verifyOwnerToken } from './owner-tokens.ts'
 import { findUserById } from './users.ts'
 
@@ -188,14 +188,14 @@ export function cliLoginPages(deps: { db: Db; clock: Clock; logger: Logger; urls
     return page(c, 'Sign in the service CLI', `<h1>Sign in the service CLI?</h1>
       <p>The command line asks to act as <strong>${escapeHtml(active.user.email)}</strong>: it can manage and deploy your apps.</p>
       <p>Check that your terminal shows this code:</p>
-      <p style="font:600 1.6rem/1.2 ui-monospace,monospace;letter-spacing:.1em">${escapeHtml(login.user_code)}</p>
+      <p class="code">${escapeHtml(login.user_code)}</p>
       <p class="muted">Approve only if you ran <code>service login</code> yourself just now. If someone sent you this link, close this window.</p>
       <form method="post" action="/cli/login/${escapeHtml(login.id)}">${hidden('csrf', csrfToken(c, deps.cookies))}
         <button>Approve</button></form>`)
   })
 
   routes.post('/cli/login/:id', async (c) => {
-    await readForm(c, deps.urls.auth)
+    await readForm(c, { origin: deps.urls.auth, cookies: deps.cookies })
     const active = await browserSession(c, deps)
     if (!active) throw new ServiceError('AUTH_REQUIRED', 'sign in first, then open the link from your terminal again')
     if (!active.user.emailConfirmedAt) return confirmFirstPage(c, active.user.email)

@@ -102,7 +102,7 @@ describe(`companies, invitations and agent onboarding (${backend})`, () => {
     const browser = new CookieClient(h)
     const confirmed = await approve(browser, linkIn(mail.text, '/confirm'))
     assert.equal(confirmed.status, 303, 'the confirming browser continues to the launch page')
-    assert.equal(confirmed.headers.get('location'), `/launch/${id}`)
+    assert.equal(confirmed.headers.get('location'), `${AUTH}/launch/${id}`)
     const launch = await browser.fetch(`${AUTH}/launch/${id}`)
     assert.match(await launch.text(), /set up your company/i)
     assert.deepEqual(await poll(), { status: 'organisation_setup_required' })

@@ -10,10 +10,10 @@ import { APP_CHANGED } from '../apps/apps.ts'
 import { dropLocal } from '../lib/notified-cache.ts'
 import type { HostUrls } from '../http/hosts.ts'
 import { acceptInvitation, findInvitation, setUpCompany } from './companies.ts'
-import { COOKIES, readCookie, type CookieOptions } from './cookies.ts'
+import { readCookie, type CookieOptions } from './cookies.ts'
 import { csrfToken, readForm } from './forms.ts'
 import { findOnboarding, settleOnboarding } from './onboarding.ts'
-import { escapeHtml, hidden, page } from './pages.ts'
+import { escapeHtml, hidden, page } from '../lib/html.ts'
 import { sessionFromCookie, type ActiveSession } from './sessions.ts'
 
 export function companyPages(deps: { db: Db; clock: Clock; urls: HostUrls; cookies: CookieOptions; safeContinue: (v: string | undefined) => string }) {
@@ -21,7 +21,7 @@ export function companyPages(deps: { db: Db; clock: Clock; urls: HostUrls; cooki
   const routes = new Hono()
 
   async function signedIn(c: Context): Promise<ActiveSession | Response> {
-    const active = await sessionFromCookie(db, clock, readCookie(c, COOKIES.session))
+    const active = await sessionFromCookie(db, clock, readCookie(c, deps.cookies, 'session'))
     if (active) return active
     const here = new URL(c.req.url)
     return c.redirect(`/sign-in?continue=${encodeURIComponent(here.pathname + here.search)}`, 302)
@@ -42,7 +42,7 @@ export function companyPages(deps: { db: Db; clock: Clock; urls: HostUrls; cooki
   })
 
   routes.post('/company', async (c) => {
-    const values = await readForm(c, deps.urls.auth)
+    const values = await readForm(c, { origin: deps.urls.auth, cookies: deps.cookies })
     const active = await signedIn(c)
     if (active instanceof Response) return active
     const company = await db.transaction(async (tx) => {
@@ -52,7 +52,7 @@ export function companyPages(deps: { db: Db; clock: Clock; urls: HostUrls; cooki
     })
     dropLocal(db, APP_CHANGED)
     const next = deps.safeContinue(values.continue)
-    if (next !== '/') return c.redirect(next, 303)
+    if (next !== '/') return c.redirect(deps.urls.auth + next, 303)
     return page(c, 'Company created', `<h1>${escapeHtml(company.name)} is set up</h1><p>You are its administrator.</p>`)
   })
 
@@ -70,7 +70,7 @@ export function companyPages(deps: { db: Db; clock: Clock; urls: HostUrls; cooki
   })
 
   routes.post('/invitations/:id', async (c) => {
-    const values = await readForm(c, deps.urls.auth)
+    const values = await readForm(c, { origin: deps.urls.auth, cookies: deps.cookies })
     const active = await signedIn(c)
     if (active instanceof Response) return active
     const invitation = await findInvitation(db, clock, c.req.param('id'), values.k ?? '')

@@ -6,15 +6,18 @@
 import type { Context } from 'hono'
 import { safeEqual } from '../lib/crypto.ts'
 import { ServiceError } from '../lib/errors.ts'
-import { COOKIES, readCookie, writeCookie, type CookieOptions } from './cookies.ts'
-import { browserSecret } from './secrets.ts'
+import { readCookie, writeCookie, type CookieOptions } from './cookies.ts'
+import { browserSecret, isBrowserSecret } from './secrets.ts'
 
-/** The page's CSRF token (set as a cookie when the browser has none yet). */
+/**
+ * The page's CSRF token: the browser's own, or a new one. Each page that shows a form sets it
+ * again for another hour, so a token does not lapse under a person who is still at it (an
+ * email sign-in's claim is bound to it until the claim is made).
+ */
 export function csrfToken(c: Context, cookies: CookieOptions): string {
-  const existing = readCookie(c, COOKIES.csrf)
-  if (existing && existing.length <= 100) return existing
-  const token = browserSecret().value
-  writeCookie(c, cookies, { name: COOKIES.csrf, value: token, maxAgeSeconds: 60 * 60, sameSite: 'Strict' })
+  const existing = readCookie(c, cookies, 'csrf')
+  const token = existing && isBrowserSecret(existing) ? existing : browserSecret().value
+  writeCookie(c, cookies, { kind: 'csrf', value: token, maxAgeSeconds: 60 * 60 })
   return token
 }
 
@@ -25,12 +28,12 @@ export function checkOrigin(c: Context, expectedOrigin: string): void {
 }
 
 /** The submitted form's string fields, after the Origin and CSRF checks. */
-export async function readForm(c: Context, expectedOrigin: string): Promise<Record<string, string>> {
-  checkOrigin(c, expectedOrigin)
+export async function readForm(c: Context, expected: { origin: string; cookies: CookieOptions }): Promise<Record<string, string>> {
+  checkOrigin(c, expected.origin)
   const body = await c.req.parseBody()
   const values: Record<string, string> = {}
   for (const [key, value] of Object.entries(body)) if (typeof value === 'string') values[key] = value
-  const cookie = readCookie(c, COOKIES.csrf)
+  const cookie = readCookie(c, expected.cookies, 'csrf')
   if (!cookie || !values.csrf || !safeEqual(cookie, values.csrf)) {
     throw new ServiceError('FORBIDDEN', 'the form expired; reload the page and try again')
   }

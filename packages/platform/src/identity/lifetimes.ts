@@ -10,6 +10,11 @@ export const LIFETIMES = {
   accessMs: 60 * 60 * 1000,
   /** Access tokens are refreshed during their final minute. */
   refreshWindowMs: 60 * 1000,
+  /**
+   * A sign-in started on an app origin: its state cookie there, which the callback needs.
+   * Long enough for an email link to be opened (15 minutes) and approved.
+   */
+  signInStateMs: 60 * 60 * 1000,
   /** An authorization code that carries a central session to an app origin. */
   codeMs: 60 * 1000,
   /** Password registration must be confirmed within this. */

@@ -40,7 +40,7 @@ export function onboardingRoutes(deps: { db: Db; clock: Clock; mailer: Mail; url
       })
       const created = await createOnboarding(tx, clock, { user, projectName, isNewIdentity: !existing })
       const link = await startRequest(tx, clock, {
-        purpose: 'onboarding', email, userId: user.id, continueTo: `/launch/${created.request.id}`, withClaim: false,
+        purpose: 'onboarding', email, userId: user.id, continueTo: `/launch/${created.request.id}`, claimCsrf: null,
       })
       return { ...created, isNew: !existing, link }
     })

@@ -38,7 +38,7 @@ describe(`passwords, registration and unconfirmed accounts (${backend})`, () => 
     const b = new CookieClient(h)
     const res = await passwordSignIn(b, 'reg@new.test', 'correct horse')
     assert.equal(res.status, 303)
-    assert.ok(b.cookie('auth.localhost:8787', COOKIES.session))
+    assert.ok(b.cookie('auth.localhost:8787', COOKIES.session.name))
     const user = (await findUserByEmail(h.t.db, 'reg@new.test'))!
     assert.equal(user.emailConfirmedAt, null)
     assert.equal(user.organisationId, null)
@@ -62,8 +62,8 @@ describe(`passwords, registration and unconfirmed accounts (${backend})`, () => 
     const fresh = new CookieClient(h)
     const ok = await passwordSignIn(fresh, 'owner@acme.test', 'a long secret', '/preferences')
     assert.equal(ok.status, 303)
-    assert.equal(ok.headers.get('location'), '/preferences')
-    assert.ok(fresh.cookie('auth.localhost:8787', COOKIES.session))
+    assert.equal(ok.headers.get('location'), `${AUTH}/preferences`)
+    assert.ok(fresh.cookie('auth.localhost:8787', COOKIES.session.name))
 
     const wrong = await passwordSignIn(new CookieClient(h), 'owner@acme.test', 'not the secret')
     const unknownNoPassword = await passwordSignIn(new CookieClient(h), 'guest-link-only@acme.test', 'whatever1')

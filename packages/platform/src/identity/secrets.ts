@@ -9,6 +9,11 @@ export function browserSecret(): { value: string; hash: Buffer } {
 
 export { sha256 as hashSecret }
 
+/** Whether `value` has the shape `browserSecret` makes (32 random bytes in base64url). */
+export function isBrowserSecret(value: string): boolean {
+  return /^[A-Za-z0-9_-]{43}$/.test(value)
+}
+
 /** Whether a presented secret matches a stored SHA-256, compared in constant time. */
 export function matchesHash(stored: Uint8Array | null | undefined, presented: string | null | undefined): boolean {
   if (!stored || stored.length !== 32 || !presented || presented.length > 200) return false

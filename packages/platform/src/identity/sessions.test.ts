@@ -78,7 +78,7 @@ describe(`browser sessions over time (${backend})`, () => {
     const res = await b.fetch(`${appUrl('vault')}/`)
     assert.equal(res.status, 302)
     assert.ok(res.headers.get('location')!.startsWith(`${AUTH}/authorize?app=vault`))
-    assert.equal(b.cookie('vault.localhost:8787', COOKIES.appSession), undefined, 'the app cookie is cleared')
+    assert.equal(b.cookie('vault.localhost:8787', COOKIES.appSession.name), undefined, 'the app cookie is cleared')
     const signIn = await b.visit(res.headers.get('location')!)
     assert.equal(signIn.response.status, 200, 'the sign-in page renders normally')
     assert.match(await signIn.response.text(), /Sign in/)
@@ -105,7 +105,7 @@ describe(`browser sessions over time (${backend})`, () => {
         const res = await b.fetch(`${appUrl('vault')}/`, { headers: { accept: 'application/json' } })
         assert.equal(res.status, 503)
         assert.equal(((await res.json()) as { error: { code: string } }).error.code, 'AUTH_UNAVAILABLE')
-        assert.ok(b.cookie('vault.localhost:8787', COOKIES.appSession), 'the cookie stays')
+        assert.ok(b.cookie('vault.localhost:8787', COOKIES.appSession.name), 'the cookie stays')
       } finally {
         failing = 'none'
       }

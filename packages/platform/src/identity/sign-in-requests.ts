@@ -6,11 +6,17 @@
  * submits the form without the cookie, approves nothing. The approving window gets no
  * session; the initiating window claims the approval with its claim cookie and creates its
  * own. Links are single-use and expire after 15 minutes.
+ *
+ * The claim is bound to the initiating browser twice: its claim cookie, and the CSRF cookie
+ * the sign-in form was posted with (stored hash covers both). The claim cookie is path-scoped
+ * (spec 5.1), so over https it can carry only the `__Secure-` prefix, which a page on a
+ * sibling subdomain can still plant; the CSRF cookie is `__Host-`, which it cannot. A planted
+ * claim therefore never matches, and no browser can be made to claim someone else's approval.
  */
 import { first, type Queryable } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
 import { LIFETIMES } from './lifetimes.ts'
-import { browserSecret, matchesHash } from './secrets.ts'
+import { browserSecret, hashSecret as sha256, matchesHash } from './secrets.ts'
 
 export type Purpose = 'sign_in' | 'confirm_email' | 'onboarding'
 
@@ -57,6 +63,16 @@ function fromRow(row: RequestRow): SignInRequest {
 
 const COLUMNS = 'id, purpose, email, user_id, continue_to, created_at, expires_at, approved_at, claimed_at, link_hash, claim_hash, preview_hash'
 
+/** What the initiating browser holds: its claim cookie and the CSRF cookie of its form. */
+export interface ClaimProof {
+  claim: string | undefined
+  csrf: string | undefined
+}
+
+function claimValue(proof: ClaimProof): string | undefined {
+  return proof.claim && proof.csrf ? `${proof.claim}.${proof.csrf}` : undefined
+}
+
 export interface StartedRequest {
   request: SignInRequest
   /** The secret that goes into the emailed link. */
@@ -68,15 +84,20 @@ export interface StartedRequest {
 export async function startRequest(
   db: Queryable,
   clock: Clock,
-  input: { purpose: Purpose; email: string; userId: string | null; continueTo: string | null; withClaim: boolean },
+  input: {
+    purpose: Purpose; email: string; userId: string | null; continueTo: string | null
+    /** The initiating browser's CSRF token, when a browser waits to claim the approval. */
+    claimCsrf: string | null
+  },
 ): Promise<StartedRequest> {
   const now = clock.now()
   const link = browserSecret()
-  const claim = input.withClaim ? browserSecret() : null
+  const claim = input.claimCsrf ? browserSecret() : null
+  const claimHash = claim ? sha256(claimValue({ claim: claim.value, csrf: input.claimCsrf! })!) : null
   const [row] = await db.query<RequestRow>(
     `insert into platform.sign_in_requests (purpose, email, user_id, link_hash, claim_hash, continue_to, created_at, expires_at)
      values ($1, $2, $3, $4, $5, $6, $7, $8) returning ${COLUMNS}`,
-    [input.purpose, input.email, input.userId, link.hash, claim?.hash ?? null, input.continueTo, now,
+    [input.purpose, input.email, input.userId, link.hash, claimHash, input.continueTo, now,
       new Date(now.getTime() + LIFETIMES.linkMs)],
   )
   return { request: fromRow(row!), linkSecret: link.value, claimSecret: claim?.value ?? null }
@@ -126,22 +147,18 @@ export async function approveLink(
 export type ClaimState = 'pending' | 'approved' | 'expired' | 'claimed' | 'unknown'
 
 /** What the initiating window sees while it waits (only with its claim cookie). */
-export async function claimState(db: Queryable, clock: Clock, id: string, claimSecret: string | undefined): Promise<ClaimState> {
-  const row = await byId(db, id)
-  if (!row || !matchesHash(row.claim_hash, claimSecret)) return 'unknown'
+export async function claimState(db: Queryable, clock: Clock, input: { id: string; proof: ClaimProof }): Promise<ClaimState> {
+  const row = await byId(db, input.id)
+  if (!row || !matchesHash(row.claim_hash, claimValue(input.proof))) return 'unknown'
   if (row.claimed_at) return 'claimed'
   if (row.approved_at) return 'approved'
   return row.expires_at <= clock.now() ? 'expired' : 'pending'
 }
 
 /** Claims an approved request for the browser holding the claim cookie, once. */
-export async function claimApproved(
-  db: Queryable,
-  clock: Clock,
-  id: string,
-  claimSecret: string | undefined,
-): Promise<SignInRequest | null> {
-  if ((await claimState(db, clock, id, claimSecret)) !== 'approved') return null
+export async function claimApproved(db: Queryable, clock: Clock, input: { id: string; proof: ClaimProof }): Promise<SignInRequest | null> {
+  const id = input.id
+  if ((await claimState(db, clock, input)) !== 'approved') return null
   const now = clock.now()
   // The claim must follow approval within the link's lifetime.
   const rows = await db.query<RequestRow>(

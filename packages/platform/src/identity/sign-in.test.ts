@@ -41,10 +41,10 @@ describe(`email-link sign-in and private-app admission (${backend})`, () => {
     const approved = await approve(phone, link)
     assert.equal(approved.status, 200)
     assert.match(await approved.text(), /You may close this window/)
-    assert.equal(phone.cookie('auth.localhost:8787', COOKIES.session), undefined)
+    assert.equal(phone.cookie('auth.localhost:8787', COOKIES.session.name), undefined)
     assert.equal((await phone.fetch(`${AUTH}/`)).status, 302)
     assert.equal((await claim(initiator, requestId)).status, 303)
-    assert.ok(initiator.cookie('auth.localhost:8787', COOKIES.session))
+    assert.ok(initiator.cookie('auth.localhost:8787', COOKIES.session.name))
     assert.equal((await initiator.fetch(`${AUTH}/`)).status, 200)
   })
 
@@ -56,7 +56,7 @@ describe(`email-link sign-in and private-app admission (${backend})`, () => {
     const status = await attacker.fetch(`${AUTH}/sign-in/claim/status?r=${requestId}`)
     assert.equal(((await status.json()) as { status: string }).status, 'expired')
     assert.equal((await claim(attacker, requestId)).status, 409)
-    assert.equal(attacker.cookie('auth.localhost:8787', COOKIES.session), undefined)
+    assert.equal(attacker.cookie('auth.localhost:8787', COOKIES.session.name), undefined)
     assert.equal((await claim(initiator, requestId)).status, 303)
   })
 
@@ -139,23 +139,43 @@ describe(`email-link sign-in and private-app admission (${backend})`, () => {
     assert.equal((await b.fetch(forged.toString())).status, 410)
   })
 
-  test('return targets are checked: no open redirect through authorize or continue', async () => {
+  /** Where a signed-in browser ends when a sign-in to vault names `returnTo`, hop by hop. */
+  async function endOfSignIn(b: CookieClient, returnTo: string): Promise<string> {
+    const { hops } = await b.visit(`${appUrl('vault')}/_service/auth/sign-in?return_to=${encodeURIComponent(returnTo)}`)
+    return hops.at(-1)!
+  }
+
+  test('return targets are checked: no open redirect through authorize, the app callback or continue', async () => {
     const b = new CookieClient(h)
     await signInTo(b, 'vault', 'owner@acme.test')
-    const evil = await b.fetch(`${AUTH}/authorize?app=vault&return_to=${encodeURIComponent('http://evil.example/steal')}`)
-    assert.equal(evil.status, 302)
-    const callback = await b.fetch(evil.headers.get('location')!)
-    assert.equal(callback.status, 303)
-    assert.equal(callback.headers.get('location'), '/')
-    for (const next of ['//evil.example/x', 'http://evil.example/', '/\\evil.example', 'javascript:alert(1)']) {
+    const attacks = ['http://evil.example/steal', '//evil.example/', '/..//evil.example/', '/\\evil.example', '/%2e%2e//evil.example/',
+      '/\t/evil.example', 'javascript:alert(1)', `${appUrl('other')}/`, '/./..//evil.example']
+    for (const returnTo of attacks) {
+      const end = await endOfSignIn(b, returnTo)
+      assert.equal(new URL(end).origin, appUrl('vault'), returnTo)
+      assert.equal(end, `${appUrl('vault')}/`, returnTo)
+    }
+    // A target on the app's own origin survives, normalised and absolute.
+    assert.equal(await endOfSignIn(b, '/a/../b?x=1'), `${appUrl('vault')}/b?x=1`)
+    // continue on the sign-in host: the same normalisation, to an absolute URL on that host.
+    for (const next of ['//evil.example/x', 'http://evil.example/', '/\\evil.example', '/..//evil.example', '/%2e%2e//evil.example',
+      'javascript:alert(1)']) {
       const res = await b.fetch(`${AUTH}/sign-in?continue=${encodeURIComponent(next)}`)
       assert.equal(res.status, 302, next)
-      assert.equal(res.headers.get('location'), '/', next)
+      assert.equal(res.headers.get('location'), `${AUTH}/`, next)
     }
-    const otherApp = await b.fetch(`${AUTH}/authorize?app=vault&return_to=${encodeURIComponent(appUrl('other') + '/')}`)
-    const hop = await b.fetch(otherApp.headers.get('location')!)
-    assert.equal(hop.headers.get('location'), '/')
-    assert.ok(otherApp.headers.get('location')!.startsWith(appUrl('vault')))
+    const kept = await b.fetch(`${AUTH}/sign-in?continue=${encodeURIComponent('/x/../preferences')}`)
+    assert.equal(kept.headers.get('location'), `${AUTH}/preferences`)
+  })
+
+  test('an authorize request without the app origin state starts over on the app origin, which sets it', async () => {
+    const b = new CookieClient(h)
+    await signInTo(b, 'vault', 'owner@acme.test')
+    const stateless = await b.fetch(`${AUTH}/authorize?app=vault&return_to=${encodeURIComponent(appUrl('vault') + '/x')}`)
+    assert.equal(stateless.status, 302)
+    assert.equal(stateless.headers.get('location'), `${appUrl('vault')}/_service/auth/sign-in?return_to=${encodeURIComponent(appUrl('vault') + '/x')}`)
+    const { hops } = await b.visit(stateless.headers.get('location')!)
+    assert.equal(hops.at(-1), `${appUrl('vault')}/x`)
   })
 
   test('a valid account without a grant gets 403; a grant opens the app; revoking closes it', async () => {
@@ -192,9 +212,9 @@ describe(`email-link sign-in and private-app admission (${backend})`, () => {
   test("one app's session cookie is worthless on another app", async () => {
     const b = new CookieClient(h)
     await signInTo(b, 'vault', 'owner@acme.test')
-    const stolen = b.cookie('vault.localhost:8787', COOKIES.appSession)!
+    const stolen = b.cookie('vault.localhost:8787', COOKIES.appSession.name)!
     const res = await h.platform.fetch(new Request(`${appUrl('other')}/`, {
-      headers: { cookie: `${COOKIES.appSession}=${stolen}`, accept: 'text/html' }, redirect: 'manual',
+      headers: { cookie: `${COOKIES.appSession.name}=${stolen}`, accept: 'text/html' }, redirect: 'manual',
     }))
     assert.equal(res.status, 302)
     assert.ok(res.headers.get('location')!.startsWith(`${AUTH}/authorize?app=other`))
@@ -272,8 +292,8 @@ describe(`email-link sign-in and private-app admission (${backend})`, () => {
   test('secrets are stored only as hashes', async () => {
     const b = new CookieClient(h)
     await signInTo(b, 'vault', 'owner@acme.test')
-    const cookie = b.cookie('vault.localhost:8787', COOKIES.appSession)!
-    const central = b.cookie('auth.localhost:8787', COOKIES.session)!
+    const cookie = b.cookie('vault.localhost:8787', COOKIES.appSession.name)!
+    const central = b.cookie('auth.localhost:8787', COOKIES.session.name)!
     for (const table of ['platform.sessions', 'platform.app_sessions', 'platform.sign_in_requests', 'platform.refresh_tokens']) {
       const rows = await h.t.db.query(`select * from ${table}`)
       const dump = JSON.stringify(rows, (_k, v) => (v instanceof Uint8Array ? Buffer.from(v).toString('hex') : v))

@@ -10,6 +10,7 @@ import { Hono, type Context } from 'hono'
 import type { Db } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
 import { ServiceError } from '../lib/errors.ts'
+import { isUuid } from '../lib/ids.ts'
 import { getOwnedApp } from '../apps/apps.ts'
 import { checkDevName } from '../deploy/dev-names.ts'
 import { findNamespace } from '../deploy/namespaces.ts'
@@ -18,7 +19,6 @@ import { jobHistory, jobSignals, type JobScope } from './history.ts'
 import { findJob } from './queries.ts'
 import { jobView } from './views.ts'
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 /** Matches no namespace: an app never deployed has no production namespace, and no jobs. */
 const NO_NAMESPACE = '00000000-0000-0000-0000-000000000000'
 
@@ -47,7 +47,7 @@ export function jobRoutes(deps: { db: Db; clock: Clock }) {
   async function one(c: Context<OwnerEnv>) {
     const scope = await scopeOf(deps.db, c)
     const jobId = c.req.param('jobId')!
-    const row = UUID.test(jobId) ? await findJob(deps.db, { appId: scope.appId, namespaceId: scope.namespaceId, jobId }) : undefined
+    const row = isUuid(jobId) ? await findJob(deps.db, { appId: scope.appId, namespaceId: scope.namespaceId, jobId }) : undefined
     if (row === undefined) throw new ServiceError('JOB_NOT_FOUND', `no job "${jobId}" in this app namespace`)
     return c.json({ job: jobView(row) })
   }
