@@ -16,11 +16,12 @@ import { ensureOperatorKey } from './identity/operator-key.ts'
 import { loadMasterKey } from './lib/master-key.ts'
 import { enforceConfirmationDeadlines } from './identity/confirmation.ts'
 import { purgeFunctionLogs } from './functions/index.ts'
+import { readBannerFacts, startupBanner } from './startup-banner.ts'
 
 const config = loadConfig()
 const logger = createLogger({ level: config.logLevel })
 const db = await openDatabase(config)
-await migratePlatform(db)
+await migratePlatform(db, { logger })
 // Namespaces made by an older platform get this version's wrappers (security fixes included).
 await refreshNamespaceWrappers(db)
 const operatorKey = ensureOperatorKey(config)
@@ -29,18 +30,18 @@ const platform = createPlatform({ config, db, clock: systemClock, logger, operat
 const examples = config.deployExamples
   ? await deployExamples({ db, clock: systemClock, logger, dir: config.examplesDir })
   : []
+const bannerFacts = await readBannerFacts(db)
 
 const server = serve({ fetch: platform.fetch, port: config.port, hostname: config.host }, () => {
-  const lines = [
-    `service platform on ${platform.urls.base}  (storage: ${db.describe()})`,
-    `  health       ${platform.urls.base}/v1/health`,
-    `  sign-in      ${platform.urls.auth}/sign-in`,
-    ...(config.smtpUrl ? [] : [`  dev mailbox  ${platform.urls.base}/_dev/mail/view  (no SMTP_URL: mail stays here)`]),
-    ...examples.map((e) => `  app ${e.slug.padEnd(8)} ${platform.urls.app(e.slug)}  (${e.visibility}${e.deployedNow ? ', deployed now' : ''})`),
-    `  operator key ${operatorKey.source}`,
-    `  first owner  npx service operator create-user --email you@example.com --company "Your company"`,
-  ]
-  console.log(lines.join('\n'))
+  logger.info('platform started', { url: platform.urls.base, storage: db.describe(), apps: bannerFacts.apps.length + bannerFacts.moreApps })
+  console.log(startupBanner({
+    urls: platform.urls,
+    storage: db.describe(),
+    devMailbox: !config.smtpUrl,
+    operatorKey: operatorKey.source,
+    facts: bannerFacts,
+    deployedNow: new Set(examples.filter((e) => e.deployedNow).map((e) => e.slug)),
+  }).join('\n'))
 })
 
 // Accounts that missed their 24-hour confirmation deadline: pause their apps.
@@ -60,8 +61,10 @@ logRetention.unref()
 // Background jobs and cron runs: the dispatcher (shares the work with every other process
 // on this database) and the 14-day retention purge.
 await platform.jobs.start()
+logger.info('jobs dispatcher started')
 // Cron: one process at a time (a lease) turns due occurrences into jobs.
 platform.cron.start()
+logger.info('cron scheduler started')
 
 /**
  * One shutdown step, bounded: a step that fails or hangs is logged and the shutdown goes

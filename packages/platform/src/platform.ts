@@ -109,7 +109,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const owner = new Hono<OwnerEnv>()
   owner.use('*', requireOwner({ db, clock }))
   owner.route('/', appRoutes({ db, urls }))
-  owner.route('/', deployRoutes({ db, clock, secrets, onDevDeleted: (appId, devName) => functions.forgetNamespace(appId, devName) }))
+  owner.route('/', deployRoutes({ db, clock, logger, secrets, onDevDeleted: (appId, devName) => functions.forgetNamespace(appId, devName) }))
   owner.route('/', secretRoutes({ db, store: secrets }))
   owner.route('/', logRoutes({ db }))
   // The host is built below; its routes are mounted here, before /v1/apps is.

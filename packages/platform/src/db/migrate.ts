@@ -6,6 +6,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
+import type { Logger } from '../lib/logger.ts'
 import type { Db } from './db.ts'
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url))
@@ -29,9 +30,27 @@ export function platformMigrations(): Migration[] {
     }))
 }
 
-/** Applies every pending platform migration; returns the versions applied now. */
-export async function migratePlatform(db: Db): Promise<number[]> {
+/**
+ * Applies every pending platform migration; returns the versions applied now. With a
+ * logger: one line per migration applied (after the commit), or one line when they fail.
+ */
+export async function migratePlatform(db: Db, options: { logger?: Logger } = {}): Promise<number[]> {
   const migrations = platformMigrations()
+  const { logger } = options
+  let applied: number[]
+  try {
+    applied = await applyPending(db, migrations)
+  } catch (error) {
+    logger?.error('platform migrations failed; nothing was applied', { error: error instanceof Error ? error.message : String(error) })
+    throw error
+  }
+  for (const version of applied) {
+    logger?.info('platform migration applied', { version, name: migrations.find((m) => m.version === version)?.name })
+  }
+  return applied
+}
+
+async function applyPending(db: Db, migrations: Migration[]): Promise<number[]> {
   return db.transaction(async (tx) => {
     await tx.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK])
     await tx.query('create schema if not exists platform')

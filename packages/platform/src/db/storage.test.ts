@@ -7,6 +7,7 @@ import postgres from 'postgres'
 import { randomHex } from '../lib/crypto.ts'
 import { bundle, manifest, startHarness } from '../../test/harness.ts'
 import { backend, createTestDb, type TestDb } from '../../test/test-db.ts'
+import { capturedLog } from '../../test/captured-log.ts'
 import type { Db } from './db.ts'
 import { migratePlatform, platformMigrations } from './migrate.ts'
 import { openPglite } from './pglite.ts'
@@ -40,14 +41,18 @@ async function reopenable(): Promise<{ open(): Promise<Db>; destroy(): Promise<v
 }
 
 describe(`storage (${backend})`, () => {
-  test('two platforms migrating the same database at once apply each migration exactly once', async () => {
+  test('two platforms migrating the same database at once apply each migration exactly once, and log each once', async () => {
     const store = await reopenable()
     const first = await store.open()
     const second = backend === 'postgres' ? await store.open() : first
+    const log = capturedLog('info')
     try {
-      const results = await Promise.all([migratePlatform(first), migratePlatform(second)])
+      const results = await Promise.all([migratePlatform(first, { logger: log.logger }), migratePlatform(second, { logger: log.logger })])
       const all = platformMigrations().map((m) => m.version)
       assert.deepEqual([...results[0], ...results[1]].sort((a, b) => a - b), all)
+      const logged = log.withMessage('platform migration applied')
+      assert.deepEqual(logged.map((l) => l.version).sort((a, b) => Number(a) - Number(b)), all)
+      assert.deepEqual(logged.map((l) => l.name).sort(), platformMigrations().map((m) => m.name).sort())
       const rows = await first.query<{ version: number }>('select version from platform.schema_migrations order by version')
       assert.deepEqual(rows.map((r) => r.version), all)
       assert.deepEqual(await migratePlatform(first), [])

@@ -7,6 +7,7 @@
 import type { Db, Queryable } from '../db/db.ts'
 import { databaseError, lineAndColumn } from '../db/errors.ts'
 import type { Clock } from '../lib/clock.ts'
+import type { Logger } from '../lib/logger.ts'
 import { ServiceError } from '../lib/errors.ts'
 import { APP_CHANGED, type App } from '../apps/apps.ts'
 import { announceChange, dropLocal } from '../lib/notified-cache.ts'
@@ -174,6 +175,8 @@ export interface DeployDeps {
   clock: Clock
   /** Required secrets without a value in the target namespace become deploy warnings. */
   secrets?: SecretStore
+  /** Gets one line per deploy (succeeded or failed) and per app migration applied. */
+  logger?: Logger
 }
 
 /** A bundle's manifest warnings plus the required secrets the target namespace has no value for. */
@@ -194,9 +197,43 @@ export async function deployWarnings(
  * Validates and activates a bundle as the new release of the app's production namespace,
  * or of the development namespace `devName` (created with its own schema and roles on its
  * first deploy; numbered and activated on its own; the app's production release and
- * settings stay as they are).
+ * settings stay as they are). Logs "deploy succeeded" (with one "app migration applied"
+ * line per migration) or "deploy failed" with the app, release and duration.
  */
 export async function deployBundle(
+  deps: DeployDeps,
+  input: { app: App; user: User | null; body: unknown; devName?: string },
+): Promise<DeployResult> {
+  const started = performance.now()
+  const where = { app: input.app.slug, ...(input.devName ? { devName: input.devName } : {}) }
+  try {
+    const result = await activateBundle(deps, input)
+    const release = result.release.version
+    for (const migration of result.migrationsApplied) deps.logger?.info('app migration applied', { ...where, release, migration })
+    deps.logger?.info('deploy succeeded', { ...where, release, migrations: result.migrationsApplied.length, durationMs: elapsedMs(started) })
+    return result
+  } catch (error) {
+    logDeployFailure(deps.logger, error, { ...where, durationMs: elapsedMs(started) })
+    throw error
+  }
+}
+
+/** A refused deploy (bad bundle, failed migration) is a warning; anything else an error. */
+function logDeployFailure(logger: Logger | undefined, error: unknown, fields: Record<string, unknown>): void {
+  if (error instanceof ServiceError) {
+    const migration = (error.details as { migration?: unknown } | undefined)?.migration
+    logger?.warn('deploy failed', { ...fields, code: error.code, error: error.message, ...(migration === undefined ? {} : { migration }) })
+    return
+  }
+  logger?.error('deploy failed', { ...fields, code: 'INTERNAL', error: error instanceof Error ? error.message : String(error) })
+}
+
+function elapsedMs(started: number): number {
+  return Math.round(performance.now() - started)
+}
+
+/** The deploy itself: checks, then one transaction (deployBundle adds the log lines). */
+async function activateBundle(
   deps: DeployDeps,
   input: { app: App; user: User | null; body: unknown; devName?: string },
 ): Promise<DeployResult> {

@@ -2,6 +2,7 @@
 import { Hono, type Context } from 'hono'
 import type { Db } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
+import type { Logger } from '../lib/logger.ts'
 import type { OwnerEnv } from '../http/owner-auth.ts'
 import { readJson } from '../http/json.ts'
 import { getOwnedApp } from '../apps/apps.ts'
@@ -14,7 +15,7 @@ import { deleteDevNamespace } from './dev-delete.ts'
 /** Base64 grows a bundle by a third; leave room for the JSON around it. */
 const MAX_DEPLOY_BODY = Math.ceil(BUNDLE_LIMITS.maxTotalBytes * 1.4)
 
-export function deployRoutes(deps: { db: Db; clock: Clock; secrets?: SecretStore; onDevDeleted?: (appId: string, devName: string) => void }) {
+export function deployRoutes(deps: { db: Db; clock: Clock; logger?: Logger; secrets?: SecretStore; onDevDeleted?: (appId: string, devName: string) => void }) {
   const routes = new Hono<OwnerEnv>()
   // Production at /:appId/deployments; a development namespace (own schema, roles,
   // releases, secrets and logs) at /:appId/dev/:devName/deployments.

@@ -1,12 +1,14 @@
 /**
  * The HTTP application: one Hono app per host kind (control plane, central sign-in, app
  * origins) behind a dispatcher that routes on the Host header. Errors from every route
- * render through one handler in the `{"error": {code, message, details?}}` shape.
+ * render through one handler in the `{"error": {code, message, details?}}` shape. The
+ * dispatcher gives each request an id (`x-request-id`) and logs one line per request.
  */
 import { Hono, type Context } from 'hono'
-import type { Logger } from '../lib/logger.ts'
+import type { Logger, LogLevel } from '../lib/logger.ts'
 import { ServiceError, toErrorBody } from '../lib/errors.ts'
 import { classifyHost } from './hosts.ts'
+import { REQUEST_ID_HEADER, assignRequestId, requestIdOf } from './request-id.ts'
 
 export interface HostApps {
   base: Hono<any>
@@ -19,6 +21,7 @@ export function renderError(logger: Logger, production: boolean) {
     const { status, body } = toErrorBody(error)
     if (!(error instanceof ServiceError)) {
       logger.error('request failed', {
+        requestId: requestIdOf(c.req.raw),
         method: c.req.method,
         path: new URL(c.req.url).pathname,
         error: error.message,
@@ -42,21 +45,77 @@ export function createHttpApp(deps: { baseUrl: URL; hosts: HostApps; logger: Log
     return wrapper.route('/', app)
   }
   const hosts = { base: wrap(deps.hosts.base), auth: wrap(deps.hosts.auth), app: wrap(deps.hosts.app) }
+  const dispatch = (request: Request, env: unknown, host: string): Response | Promise<Response> => {
+    const target = classifyHost(host, deps.baseUrl)
+    switch (target.kind) {
+      case 'base':
+        return hosts.base.fetch(request, env)
+      case 'auth':
+        return hosts.auth.fetch(request, env)
+      case 'app':
+        return hosts.app.fetch(request, env)
+      case 'unknown':
+        return Response.json({ error: { code: 'HOST_NOT_FOUND', message: 'this platform does not serve that host' } }, { status: 404 })
+    }
+  }
   // The dispatcher is a plain function, not another Hono app: one routing pass per request.
   return {
     /** `env` is @hono/node-server's (the socket), which per-client rate limits read the address from. */
     fetch(request: Request, env?: unknown): Response | Promise<Response> {
-      const target = classifyHost(request.headers.get('host') ?? new URL(request.url).host, deps.baseUrl)
-      switch (target.kind) {
-        case 'base':
-          return hosts.base.fetch(request, env)
-        case 'auth':
-          return hosts.auth.fetch(request, env)
-        case 'app':
-          return hosts.app.fetch(request, env)
-        case 'unknown':
-          return Response.json({ error: { code: 'HOST_NOT_FOUND', message: 'this platform does not serve that host' } }, { status: 404 })
+      const started = performance.now()
+      const requestId = assignRequestId(request)
+      const host = request.headers.get('host') ?? new URL(request.url).host
+      const finish = (response: Response): Response => {
+        const stamped = withRequestId(response, requestId)
+        logRequest(deps.logger, { request, host, requestId, status: stamped.status, started })
+        return stamped
+      }
+      const failed = (error: unknown): never => {
+        logRequest(deps.logger, { request, host, requestId, status: 500, started })
+        throw error
+      }
+      try {
+        const response = dispatch(request, env, host)
+        return response instanceof Promise ? response.then(finish, failed) : finish(response)
+      } catch (error) {
+        return failed(error)
       }
     },
+  }
+}
+
+/** Longest host and path written to a request line (a request can carry much longer ones). */
+const MAX_LOGGED_LENGTH = 512
+
+/**
+ * One structured line per request: method, host, path (never the query string, which can
+ * hold sign-in codes and keys), status, duration to the response head, request id. Health
+ * checks log at debug, server errors at warn, the rest at info.
+ */
+function logRequest(
+  logger: Logger,
+  line: { request: Request; host: string; requestId: string; status: number; started: number },
+): void {
+  const path = new URL(line.request.url).pathname
+  const level: LogLevel = line.status >= 500 ? 'warn' : path === '/v1/health' ? 'debug' : 'info'
+  logger[level]('request', {
+    requestId: line.requestId,
+    method: line.request.method,
+    host: line.host.slice(0, MAX_LOGGED_LENGTH),
+    path: path.slice(0, MAX_LOGGED_LENGTH),
+    status: line.status,
+    durationMs: Math.round((performance.now() - line.started) * 10) / 10,
+  })
+}
+
+/** The response with the request id header; a response with immutable headers is copied. */
+function withRequestId(response: Response, requestId: string): Response {
+  try {
+    response.headers.set(REQUEST_ID_HEADER, requestId)
+    return response
+  } catch {
+    const copy = new Response(response.body, response)
+    copy.headers.set(REQUEST_ID_HEADER, requestId)
+    return copy
   }
 }

@@ -21,7 +21,9 @@ export function createLogger(options: {
   const min = ORDER[options.level]
   const emit = (level: LogLevel) => (message: string, fields?: Record<string, unknown>) => {
     if (ORDER[level] < min) return
-    write(JSON.stringify({ time: new Date().toISOString(), level, message, ...fields }))
+    const head = { time: new Date().toISOString(), level, message }
+    // A field named time, level or message cannot mask the line's own (the head keeps its place and value).
+    write(JSON.stringify(fields === undefined ? head : Object.assign({ ...head }, fields, head)))
   }
   return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') }
 }
