@@ -3,6 +3,8 @@
  * platform migrations, the example apps on first start, the HTTP server; prints the URLs
  * that matter, and shuts down gracefully (PGlite flushed to disk) on SIGINT/SIGTERM.
  */
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { serve } from '@hono/node-server'
 import { loadConfig } from './config.ts'
 import { openDatabase } from './db/open.ts'
@@ -42,6 +44,16 @@ const server = serve({ fetch: platform.fetch, port: config.port, hostname: confi
     facts: bannerFacts,
     deployedNow: new Set(examples.filter((e) => e.deployedNow).map((e) => e.slug)),
   }).join('\n'))
+})
+
+// The CLI finds this platform through the URL recorded in its data directory (docs/decisions.md).
+server.once('listening', () => {
+  try {
+    mkdirSync(config.dataDir, { recursive: true })
+    writeFileSync(join(config.dataDir, 'url'), `${platform.urls.base}\n`)
+  } catch (error) {
+    logger.warn('cannot record the platform URL for the CLI', { dataDir: config.dataDir, error: (error as Error).message })
+  }
 })
 
 // Accounts that missed their 24-hour confirmation deadline: pause their apps.
