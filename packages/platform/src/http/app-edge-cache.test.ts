@@ -83,7 +83,7 @@ describe(`app edge caches: changes bite on the next request (${backend})`, () =>
     assert.equal(await status(h, 'late-app'), 503, 'the pausing process')
     if (other) await eventually(async () => (await status(other!, 'late-app')) === 503, 'the other process refuses')
 
-    await confirmEmail(h.t.db, h.clock, late.id)
+    await confirmEmail(h.t.db, h.clock, { userId: late.id, byRegistrant: true })
     assert.equal((await findUserById(h.t.db, late.id))!.pausedAt, null)
     assert.equal(await status(h, 'late-app'), 200, 'the confirming process')
     if (other) await eventually(async () => (await status(other!, 'late-app')) === 200, 'the other process serves it again')

@@ -19,7 +19,7 @@ import { escapeHtml, hidden, page, scriptJson } from '../lib/html.ts'
 import { createSession, revokeSession, sessionFromCookie } from './sessions.ts'
 import { approveLink, bindPreview, claimApproved, claimState, inspectLink, startRequest } from './sign-in-requests.ts'
 import { createUser, findUserById, findUserByEmail, normaliseEmail, type User } from './users.ts'
-import { confirmEmail } from './confirmation.ts'
+import { confirmEmail, type ConfirmationOutcome } from './confirmation.ts'
 import { companyPages } from './company-pages.ts'
 import { confirmOnboarding } from './onboarding.ts'
 import { checkPassword, hashPassword, verifyPassword } from './passwords.ts'
@@ -287,7 +287,13 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
       await db.query('update platform.sign_in_requests set user_id = $2 where id = $1', [request.id, user.id])
     }
     // Opening the link proves the mailbox: an unconfirmed account is confirmed either way.
-    if (!user.emailConfirmedAt || user.pausedAt) await confirmEmail(db, clock, user.id)
+    // Whoever set it up keeps their password and sessions only if this is their browser.
+    let notice = ''
+    if (!user.emailConfirmedAt || user.pausedAt) {
+      const here = await sessionFromCookie(db, clock, readCookie(c, deps.cookies, 'session'))
+      const confirmed = await confirmEmail(db, clock, { userId: user.id, byRegistrant: here?.user.id === user.id })
+      notice = takenOverNotice(confirmed)
+    }
     if (request.purpose === 'onboarding') {
       // Onboarding confirmation: this browser gets the normal session and the launch page.
       const launch = safeContinue(request.continueTo)
@@ -297,9 +303,9 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
       return redirectTo(c, launch, 303)
     }
     if (request.purpose === 'confirm_email') {
-      return page(c, 'Email confirmed', '<h1>Email confirmed</h1><p>Thank you. Your apps run normally. You may close this window.</p>')
+      return page(c, 'Email confirmed', `<h1>Email confirmed</h1><p>Thank you. Your apps run normally. You may close this window.</p>${notice}`)
     }
-    return page(c, 'Confirmed', `<h1>Confirmed</h1><p>You may close this window. The window where you started continues by itself.</p>`)
+    return page(c, 'Confirmed', `<h1>Confirmed</h1><p>You may close this window. The window where you started continues by itself.</p>${notice}`)
   })
 
   routes.get('/authorize', async (c) => {
@@ -392,6 +398,14 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
   })
 
   return routes
+}
+
+/** What the page says when confirming took a password or sessions away from whoever set the account up. */
+function takenOverNotice(outcome: ConfirmationOutcome): string {
+  if (!outcome.passwordDiscarded && outcome.sessionsEnded === 0) return ''
+  return `<p class="error">This address was registered before its mailbox was proven, from another browser.
+    For your safety we ${outcome.passwordDiscarded ? 'removed the password set then and ' : ''}signed out every browser
+    that was signed in with it. If that was you, sign in again${outcome.passwordDiscarded ? ' and set your password in Preferences' : ''}.</p>`
 }
 
 function linkProblem(c: Context, state: string): Response {

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test'
 import { backend } from '../../test/test-db.ts'
 import { bundle, manifest, startHarness, type Harness } from '../../test/harness.ts'
 import { CookieClient, field } from '../../test/cookie-client.ts'
-import { AUTH, appUrl, approve, deployPage, signInTo } from '../../test/sign-in-flow.ts'
+import { AUTH, appUrl, approve, claim, deployPage, requestLink, signInTo } from '../../test/sign-in-flow.ts'
 import { latestDevMailTo, listDevMail } from '../email/index.ts'
 import { createApp, findAppBySlug } from '../apps/apps.ts'
 import { deployBundle } from '../deploy/deploy.ts'
@@ -132,9 +132,13 @@ describe(`passwords, registration and unconfirmed accounts (${backend})`, () => 
     assert.equal(response.status, 403)
     const mail = await latestDevMailTo(h.t.db, 'pending@new.test')
     const link = /http:\/\/auth\.localhost:8787\/confirm\?\S+/.exec(mail!.text)![0]
-    const confirmed = await approve(new CookieClient(h), link)
-    assert.match(await confirmed.text(), /Email confirmed/)
+    // Confirmed in the registrant's own browser: its session and password stay.
+    const confirmed = await approve(b, link)
+    const confirmedHtml = await confirmed.text()
+    assert.match(confirmedHtml, /Email confirmed/)
+    assert.doesNotMatch(confirmedHtml, /signed out every browser/)
     assert.equal(await (await b.fetch(`${appUrl('vault')}/`)).text(), 'vault page')
+    assert.equal((await passwordSignIn(new CookieClient(h), 'pending@new.test', 'pending pass')).status, 303)
   })
 
   test('the 24-hour deadline pauses every app of an unconfirmed owner and revokes its sessions; confirming resumes them', async () => {
@@ -181,10 +185,42 @@ describe(`passwords, registration and unconfirmed accounts (${backend})`, () => 
     assert.equal(again.status, 403)
     const mails = await listDevMail(h.t.db, { to: 'late@new.test' })
     const link = /http:\/\/auth\.localhost:8787\/confirm\?\S+/.exec(mails[0]!.text)![0]
-    assert.match(await (await approve(new CookieClient(h), link)).text(), /Email confirmed/)
+    // Proven from a browser holding no session of the account: the apps resume, and the
+    // password set before the mailbox was proven is gone (whoever set it may not own it).
+    const confirmedHtml = await (await approve(new CookieClient(h), link)).text()
+    assert.match(confirmedHtml, /Email confirmed/)
+    assert.match(confirmedHtml, /removed the password/)
     assert.equal((await findAppBySlug(h.t.db, 'late-app'))!.status, 'active')
     assert.equal(await (await new CookieClient(h).fetch(`${appUrl('late-app')}/`)).text(), 'late page')
-    assert.equal((await passwordSignIn(new CookieClient(h), 'late@new.test', 'late password')).status, 303)
+    assert.equal((await passwordSignIn(new CookieClient(h), 'late@new.test', 'late password')).status, 401)
+  })
+
+  test('account pre-hijacking: the real owner proving the mailbox ends the registrant\'s password and sessions', async () => {
+    // The attacker registers the victim's address with a password and keeps the provisional session.
+    const attacker = new CookieClient(h)
+    assert.equal((await passwordSignIn(attacker, 'victim@corp.test', 'attacker password')).status, 303)
+    assert.equal((await attacker.fetch(`${AUTH}/`)).status, 200)
+    const victimUser = (await findUserByEmail(h.t.db, 'victim@corp.test'))!
+    // A grant to the victim's address, made while the attacker still holds the account.
+    assert.equal((await h.request('/v1/apps/vault/grants', { token: owner.token, json: { email: 'victim@corp.test' } })).status, 201)
+
+    // The victim signs in by email link in their own browser: the first proof of the mailbox.
+    const victim = new CookieClient(h)
+    const { requestId, link } = await requestLink(victim, 'victim@corp.test')
+    const approved = await approve(victim, link)
+    assert.match(await approved.text(), /removed the password set then and signed out every browser/)
+    assert.equal((await claim(victim, requestId)).status, 303)
+
+    assert.equal((await attacker.fetch(`${AUTH}/`)).status, 302, 'the attacker\'s provisional session has ended')
+    assert.equal((await attacker.visit(`${appUrl('vault')}/`)).hops.at(-1)!.startsWith(`${AUTH}/sign-in`), true,
+      'the attacker cannot read the app granted to the address')
+    assert.equal((await passwordSignIn(new CookieClient(h), 'victim@corp.test', 'attacker password')).status, 401)
+    const [row] = await h.t.db.query<{ password_hash: string | null; email_confirmed_at: Date | null }>(
+      'select password_hash, email_confirmed_at from platform.users where id = $1', [victimUser.id])
+    assert.equal(row!.password_hash, null)
+    assert.ok(row!.email_confirmed_at)
+    // The victim is signed in, and the grant is theirs.
+    assert.equal(await (await victim.visit(`${appUrl('vault')}/`)).response.text(), 'vault page')
   })
 
   test('an unconfirmed owner cannot share an app (an owner-only action)', async () => {
