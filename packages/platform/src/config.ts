@@ -40,6 +40,10 @@ export interface Config {
   readonly appConnections: number
   /** DATABASE_APP_POOL_SIZE: connections per namespace login pool. */
   readonly appPoolSize: number
+  /** FUNCTION_MEMORY_MB: resident memory a Functions worker may hold (Linux); 0 turns the watch off. */
+  readonly functionMemoryMb: number
+  /** FUNCTION_HEAP_MB: V8 heap limit of a Functions worker; 0 leaves V8's own. */
+  readonly functionHeapMb: number
 }
 
 export class ConfigError extends Error {
@@ -60,6 +64,16 @@ function positive(name: string, raw: string | undefined, fallback: number): numb
   const value = Number(raw)
   if (!Number.isInteger(value) || value < 1 || value > 1_000_000) {
     throw new ConfigError(`${name} must be a whole number from 1 to 1000000, got "${raw}"`)
+  }
+  return value
+}
+
+/** A size in MiB: 0 (off) or from `min` to 1048576 (1 TiB). */
+function mebibytes(name: string, raw: string | undefined, options: { fallback: number; min: number }): number {
+  if (raw === undefined || raw === '') return options.fallback
+  const value = Number(raw)
+  if (!Number.isInteger(value) || (value !== 0 && value < options.min) || value > 1_048_576) {
+    throw new ConfigError(`${name} must be 0 (off) or a whole number of MiB from ${options.min} to 1048576, got "${raw}"`)
   }
   return value
 }
@@ -125,5 +139,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     statementTimeoutMs: positive('DATABASE_STATEMENT_TIMEOUT_MS', env.DATABASE_STATEMENT_TIMEOUT_MS, 120_000),
     appConnections: integer('DATABASE_APP_CONNECTIONS', env.DATABASE_APP_CONNECTIONS, 32),
     appPoolSize: positive('DATABASE_APP_POOL_SIZE', env.DATABASE_APP_POOL_SIZE, 4),
+    // The defaults are the Functions pool's own (DEFAULT_MEMORY_BUDGET_MB, DEFAULT_MAX_HEAP_MB).
+    functionMemoryMb: mebibytes('FUNCTION_MEMORY_MB', env.FUNCTION_MEMORY_MB, { fallback: 512, min: 64 }),
+    functionHeapMb: mebibytes('FUNCTION_HEAP_MB', env.FUNCTION_HEAP_MB, { fallback: 256, min: 16 }),
   })
 }

@@ -39,7 +39,7 @@ import { createCronScheduler, cronRoutes, type CronScheduler, type CronScheduler
 
 export interface PlatformDeps {
   config: Pick<Config, 'baseUrl' | 'production' | 'smtpUrl' | 'mailFrom' | 'registration'> &
-    Partial<Pick<Config, 'signInLimits' | 'trustProxy' | 'dataDir' | 'statementTimeoutMs' | 'appConnections' | 'appPoolSize'>>
+    Partial<Pick<Config, 'signInLimits' | 'trustProxy' | 'dataDir' | 'statementTimeoutMs' | 'appConnections' | 'appPoolSize' | 'functionMemoryMb' | 'functionHeapMb'>>
   db: Db
   clock: Clock
   logger: Logger
@@ -132,6 +132,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
     db, clock, logger, schemas: createSchemaCache(), secrets,
     bundlesDir: deps.bundlesDir ?? join(deps.config.dataDir ?? '.service', 'bundles'),
     jobs: { answer: (call) => jobs.answer(call) },
+    ...(deps.config.functionMemoryMb === undefined ? {} : { memoryBudgetMb: deps.config.functionMemoryMb }),
+    ...(deps.config.functionHeapMb === undefined ? {} : { maxHeapMb: deps.config.functionHeapMb }),
   })
   const jobs = createJobs({ db, clock, logger, functions, production: deps.config.production, ...deps.jobs })
   const cron = createCronScheduler({ db, clock, logger, ...deps.cron })

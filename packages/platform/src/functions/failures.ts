@@ -14,12 +14,21 @@ export type FunctionFailure =
   | { readonly kind: 'timeout'; readonly message: string }
   /**
    * The worker process ended (killed, crashed, broke the protocol) while the invocation ran.
-   * `reason` is set when the worker was killed because ANOTHER invocation on it timed out:
-   * this one was a bystander (the jobs dispatcher does not count such an attempt).
+   * `reason` says why when the platform knows:
+   * - `worker_replaced_for_timeout_of_another_invocation`: ANOTHER invocation on the worker
+   *   timed out and the worker was killed; this one was a bystander (the jobs dispatcher does
+   *   not count such an attempt).
+   * - `memory_exceeded`: the worker went over its memory budget (resident memory, killed by
+   *   the pool's watch) or V8's heap limit (Deno ended itself "out of memory"). Every
+   *   invocation on the worker gets it: which one held the memory cannot be told. It is
+   *   answered as `FUNCTION_MEMORY_EXCEEDED`, and for jobs it is a crash (retryable, counted).
    */
-  | { readonly kind: 'crashed'; readonly message: string; readonly reason?: 'worker_replaced_for_timeout_of_another_invocation' }
+  | { readonly kind: 'crashed'; readonly message: string; readonly reason?: CrashReason }
 
 export type FunctionFailureKind = FunctionFailure['kind']
+
+/** Why a worker ended, when the platform knows (see `crashed` above). */
+export type CrashReason = 'worker_replaced_for_timeout_of_another_invocation' | 'memory_exceeded'
 
 /** What `invoke` resolves to; it never rejects. */
 export type FunctionResult =
@@ -34,6 +43,9 @@ const GENERIC = {
   timeout: { status: 504, code: 'FUNCTION_TIMEOUT', message: 'The Function did not finish in time' },
   crashed: { status: 502, code: 'FUNCTION_CRASHED', message: 'The Function stopped unexpectedly' },
 } as const
+
+/** A `crashed` failure whose worker went over its memory budget: a 502 like any crash, with its own code. */
+const MEMORY_EXCEEDED = { status: 502, code: 'FUNCTION_MEMORY_EXCEEDED', message: 'The Function went over its memory limit' } as const
 
 export interface FailureResponse {
   readonly status: number
@@ -56,7 +68,7 @@ export function failureResponse(failure: FunctionFailure, options: { environment
     const error = { code: failure.code, message: failure.message }
     return { status: failure.status, body: { error: failure.details === undefined ? error : { ...error, details: failure.details } } }
   }
-  const generic = GENERIC[failure.kind]
+  const generic = failure.kind === 'crashed' && failure.reason === 'memory_exceeded' ? MEMORY_EXCEEDED : GENERIC[failure.kind]
   if (options.environment === 'production') return { status: generic.status, body: { error: { code: generic.code, message: generic.message } } }
   const stack = 'stack' in failure ? failure.stack : undefined
   const error = { code: generic.code, message: `${generic.message}: ${failure.message}` }

@@ -82,6 +82,10 @@ export interface FunctionHostDeps {
   readonly sdkEntry?: string
   /** Workers per pool. Default 2. */
   readonly poolSize?: number
+  /** V8 heap limit per worker in MiB (FUNCTION_HEAP_MB); the pool's default when left out, 0 for V8's own. */
+  readonly maxHeapMb?: number
+  /** Resident memory budget per worker in MiB (FUNCTION_MEMORY_MB); the pool's default when left out, 0 for no watch. */
+  readonly memoryBudgetMb?: number
   /** A pool unused this long (by `clock`) is closed. Default 5 minutes. */
   readonly poolIdleMs?: number
   /** Most live (not draining) pools; past it the least recently used drains. Default 64. */
@@ -281,6 +285,8 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
           bundleDir,
           sdkEntry: deps.sdkEntry ?? DEFAULT_SDK_ENTRY,
           size: deps.poolSize ?? 2,
+          ...(deps.maxHeapMb === undefined ? {} : { maxHeapMb: deps.maxHeapMb }),
+          ...(deps.memoryBudgetMb === undefined ? {} : { memoryBudgetMb: deps.memoryBudgetMb }),
           denoDir: join(deps.bundlesDir, '.deno'),
           logger: redactingLogger(deps.logger, (fields) => secrets.handedOut({ appId: meta.appId, devName: meta.devName }).value(fields)),
           onContextCall: answer,

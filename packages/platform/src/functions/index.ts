@@ -15,7 +15,7 @@ export {
   type ByteResult,
   type WarmResult,
 } from './pool.ts'
-export { failureResponse, type FailureResponse, type FunctionFailure, type FunctionFailureKind, type FunctionResult } from './failures.ts'
+export { failureResponse, type CrashReason, type FailureResponse, type FunctionFailure, type FunctionFailureKind, type FunctionResult } from './failures.ts'
 export { DENIED_IPV4_RANGES, DENIED_IPV6_ADDRESSES } from './sandbox.ts'
 export { resolveDenoBinary } from './deno-binary.ts'
 export { createFunctionHost, type FunctionHost, type JobsContextCall } from './host.ts'

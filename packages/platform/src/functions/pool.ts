@@ -22,6 +22,12 @@
  * `worker_replaced_for_timeout_of_another_invocation` (bystanders: the jobs dispatcher
  * returns such an attempt to waiting without counting it; HTTP callers get their 502).
  *
+ * Memory: every worker runs under a V8 heap limit (`maxHeapMb`) and, on Linux, a watch of
+ * its resident memory (`memoryBudgetMb`, memory-watch.ts), which also counts ArrayBuffers
+ * and native memory that the heap limit does not. A worker over either ends (Deno ends
+ * itself at the heap limit, reporting it on stderr; the watch kills it), and its in-flight
+ * invocations fail with `crashed` and the reason `memory_exceeded` (FUNCTION_MEMORY_EXCEEDED).
+ *
  * Byte results (`bytes: true`, for HTTP callers; see protocol.ts): `invoke` resolves at
  * the worker's `head` with a `ReadableStream` whose every read pulls one piece from the
  * worker, so the worker produces only as fast as the HTTP response is read (at most
@@ -64,6 +70,7 @@ import {
   type WireMeta,
   type WorkerMessage,
 } from './protocol.ts'
+import { createMemoryWatch } from './memory-watch.ts'
 import { workerCommand } from './sandbox.ts'
 import { startWorkerProcess, type WorkerProcess } from './worker-process.ts'
 
@@ -116,8 +123,19 @@ export interface FunctionPoolOptions<Meta extends InvocationMeta = InvocationMet
   readonly denoDir: string
   /** The Deno binary; the workspace's `deno` npm package when left out. */
   readonly denoPath?: string
-  /** V8 heap limit per worker in MiB; a Function over it crashes its worker. */
+  /**
+   * V8 heap limit per worker in MiB (`--max-old-space-size`); a worker that reaches it ends
+   * and its invocations fail as `memory_exceeded`. Default 256; 0 leaves V8's own limit.
+   */
   readonly maxHeapMb?: number
+  /**
+   * Resident memory per worker in MiB (heap, ArrayBuffers and native memory together),
+   * sampled from /proc on Linux (memory-watch.ts); a worker over it is killed and its
+   * invocations fail as `memory_exceeded`. Default 512; 0 turns the watch off.
+   */
+  readonly memoryBudgetMb?: number
+  /** How often a busy worker's resident memory is sampled. Default 100 ms (1 s while idle). */
+  readonly memorySampleMs?: number
   /** Answers a context call; a thrown error with `code` and `status` reaches the Function as a ServiceError. */
   onContextCall(call: ContextCall<Meta>): Promise<unknown>
   readonly logger: Logger
@@ -175,6 +193,16 @@ export interface FunctionPool<Meta extends InvocationMeta = InvocationMeta> {
 
 const DEFAULT_CONCURRENCY = 16
 const DEFAULT_TIMEOUT_MS = 30_000
+/** Per-worker memory defaults (the platform's FUNCTION_HEAP_MB and FUNCTION_MEMORY_MB, docs/operations.md). */
+export const DEFAULT_MAX_HEAP_MB = 256
+export const DEFAULT_MEMORY_BUDGET_MB = 512
+/**
+ * What Deno (V8) writes to stderr when a worker reaches its heap limit, just before it ends
+ * itself with SIGTRAP: `# Fatal JavaScript out of memory: Reached heap limit` (checked with
+ * Deno 2.9.5), or `Fatal process out of memory` for a failed native allocation. Function code
+ * can write the same text, but that only relabels its own worker's crash.
+ */
+const OUT_OF_MEMORY_LINE = /Fatal (?:JavaScript|process) out of memory/
 const ERROR_CODE = /^[A-Z][A-Z0-9_]*$/
 /** Pieces of a byte result read ahead of its reader (each at most BYTE_CHUNK_BYTES). */
 const BYTE_RESULT_BUFFER = 4
@@ -227,6 +255,8 @@ interface Worker<Meta extends InvocationMeta> {
   alive: boolean
   /** Set when the worker is killed because one of its invocations timed out: the others are bystanders. */
   killedForTimeout?: boolean
+  /** Set, with what was seen, when the worker went over its resident memory budget or its heap limit. */
+  memoryExceeded?: string
 }
 
 /**
@@ -239,6 +269,11 @@ interface Worker<Meta extends InvocationMeta> {
  */
 export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>(options: FunctionPoolOptions<Meta>): FunctionPool<Meta> {
   if (!Number.isInteger(options.size) || options.size < 1) throw new TypeError('a function pool needs size >= 1')
+  for (const name of ['maxHeapMb', 'memoryBudgetMb'] as const) {
+    const value = options[name]
+    if (value !== undefined && (!Number.isInteger(value) || value < 0)) throw new TypeError(`a function pool's ${name} must be a whole number of MiB (0: none)`)
+  }
+  if (options.memorySampleMs !== undefined && !(options.memorySampleMs > 0)) throw new TypeError(`a function pool's memorySampleMs must be positive`)
   const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY
   const defaultTimeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
   const logger = options.logger
@@ -246,6 +281,7 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
   assertNoSymlinks(bundleDir)
   mkdirSync(options.denoDir, { recursive: true })
   const denoPath = options.denoPath ?? resolveDenoBinary()
+  const maxHeapMb = options.maxHeapMb ?? DEFAULT_MAX_HEAP_MB
   const command = workerCommand({
     bundleDir,
     sdkEntry: realpathSync(options.sdkEntry),
@@ -253,7 +289,7 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
     denoDir: options.denoDir,
     ...(options.allowNet === undefined ? {} : { allowNet: options.allowNet }),
     ...(options.denyNet === undefined ? {} : { denyNet: options.denyNet }),
-    ...(options.maxHeapMb === undefined ? {} : { maxHeapMb: options.maxHeapMb }),
+    ...(maxHeapMb === 0 ? {} : { maxHeapMb }),
   })
 
   const workers: Worker<Meta>[] = []
@@ -262,6 +298,23 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
   let loadSerial = 0
   let closed = false
   let pumpScheduled = false
+
+  const memoryBudgetMb = options.memoryBudgetMb ?? DEFAULT_MEMORY_BUDGET_MB
+  const memoryWatch = memoryBudgetMb === 0
+    ? { wake() {}, stop() {} }
+    : createMemoryWatch({
+      budgetMb: memoryBudgetMb,
+      ...(options.memorySampleMs === undefined ? {} : { busyIntervalMs: options.memorySampleMs }),
+      workers: () => workers,
+      pid: (worker) => worker.process.pid,
+      busy: (worker) => worker.running.size > 0 || worker.loads.size > 0,
+      over: (worker, residentBytes) => {
+        if (!worker.alive) return
+        const seen = `its resident memory reached ${Math.round(residentBytes / 1048576)} MiB, over the budget of ${memoryBudgetMb} MiB`
+        worker.memoryExceeded = seen
+        worker.process.kill(`the worker went over its memory budget: ${seen}`)
+      },
+    })
 
   // A release has a fixed set of entrypoints; remember the verdicts (bounded, in case callers pass anything).
   const entrypointVerdicts = new Map<string, string | null>()
@@ -289,7 +342,12 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
       onMessage: (message, hasBytes, chars) => {
         if (record?.alive) onMessage(record, message, hasBytes, chars)
       },
-      onStderr: (line) => logger.info('function output', { worker: serial, pid: child.pid, line }),
+      onStderr: (line) => {
+        if (record !== undefined && record.memoryExceeded === undefined && OUT_OF_MEMORY_LINE.test(line)) {
+          record.memoryExceeded = maxHeapMb === 0 ? 'V8 ran out of memory' : `its JavaScript heap reached the limit of ${maxHeapMb} MiB`
+        }
+        logger.info('function output', { worker: serial, pid: child.pid, line })
+      },
       onEnd: (reason) => {
         if (record) workerEnded(record, reason)
       },
@@ -309,6 +367,7 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
       alive: true,
     }
     workers.push(record)
+    memoryWatch.wake()
     logger.debug('functions worker started', { worker: serial, pid: child.pid, bundleDir })
     return record
   }
@@ -321,9 +380,11 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
     if (!closed) logger.warn('functions worker ended', { worker: worker.serial, pid: worker.process.pid, reason })
     const crashed: FunctionFailure = worker.killedForTimeout === true
       ? { kind: 'crashed', message: `the Functions worker ended: ${reason}`, reason: 'worker_replaced_for_timeout_of_another_invocation' }
+      : worker.memoryExceeded !== undefined
+      ? { kind: 'crashed', message: `the Functions worker went over its memory limit: ${worker.memoryExceeded}`, reason: 'memory_exceeded' }
       : { kind: 'crashed', message: `the Functions worker ended: ${reason}` }
     for (const invocation of [...worker.running.values()]) finish(invocation, failed(crashed))
-    for (const settle of worker.loads.values()) settle({ kind: 'crashed', message: `the Functions worker ended: ${reason}` })
+    for (const settle of worker.loads.values()) settle(crashed.reason === 'memory_exceeded' ? crashed : { kind: 'crashed', message: `the Functions worker ended: ${reason}` })
     worker.loads.clear()
     schedulePump()
   }
@@ -367,6 +428,7 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
     invocation.capability = capability
     worker.running.set(invocation.id, invocation)
     worker.capabilities.set(capability, invocation)
+    memoryWatch.wake()
     try {
       worker.process.send({
         type: 'invoke',
@@ -696,6 +758,7 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
 
     async close() {
       closed = true
+      memoryWatch.stop()
       for (const invocation of queue) finish(invocation, failed({ kind: 'crashed', message: 'the function pool closed' }))
       queue = []
       const exits = workers.map((worker) => worker.process.exited)

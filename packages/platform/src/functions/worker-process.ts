@@ -19,6 +19,8 @@ const LONGEST_TYPE = Math.max(...Object.keys(WORKER_MESSAGE_LIMITS).map((type) =
 const LONGEST_MESSAGE = Math.max(...Object.values(WORKER_MESSAGE_LIMITS))
 /** Unread characters queued for the worker's stdin above which its stdout is not read. */
 const STDIN_BACKLOG_CHARS = 8 * 1024 * 1024
+/** After the process exits, how long its last stderr lines may take to arrive before its end is reported. */
+const STDERR_DRAIN_MS = 500
 
 export interface WorkerProcessOptions {
   readonly denoPath: string
@@ -32,7 +34,11 @@ export interface WorkerProcessOptions {
   onMessage(message: WorkerMessage, hasBytes: boolean, chars: number): void
   /** One line the worker wrote to stderr (Function console output, worker diagnostics). */
   onStderr(line: string): void
-  /** Called once when the process is gone or unusable, with a reason for the log. */
+  /**
+   * Called once when the process is gone or unusable, with a reason for the log. When the
+   * process ended by itself, the stderr lines it wrote have reached `onStderr` first (unless
+   * its stderr stays open STDERR_DRAIN_MS after it exited).
+   */
   onEnd(reason: string): void
 }
 
@@ -82,7 +88,19 @@ export function startWorkerProcess(options: WorkerProcessOptions): WorkerProcess
     resolveExited()
   })
   child.on('exit', (code, signal) => {
-    end(signal ? `the Deno process was killed by ${signal}` : `the Deno process exited with code ${code}`)
+    const reason = signal ? `the Deno process was killed by ${signal}` : `the Deno process exited with code ${code}`
+    // What the process wrote just before it ended (V8's "out of memory" report) is read
+    // before its end is reported; the stream ends at once unless something holds it open.
+    if (child.stderr.readableEnded || child.stderr.destroyed) {
+      end(reason)
+      return
+    }
+    const fallback = setTimeout(() => end(reason), STDERR_DRAIN_MS)
+    fallback.unref()
+    child.stderr.once('close', () => {
+      clearTimeout(fallback)
+      end(reason)
+    })
   })
   child.on('close', () => resolveExited())
   child.stdin.on('error', () => {

@@ -43,6 +43,7 @@ export const ERROR_CODES = {
   FUNCTION_IMPORT_FAILED: 500,
   FUNCTION_INVALID_RETURN: 500,
   FUNCTION_CRASHED: 502,
+  FUNCTION_MEMORY_EXCEEDED: 502,
   FUNCTION_TIMEOUT: 504,
   /** `ctx.secrets` names a secret the release's manifest does not declare. */
   SECRET_NOT_DECLARED: 500,
