@@ -1,9 +1,10 @@
 /**
- * The edge of every app origin, in order: find the app and refuse an inactive one; serve
- * the SDK and the brokered-session endpoints; identify the caller (app session cookie, or
- * a bearer access token for this app); admit private apps (no identity: sign-in redirect
- * for a browser page, 401 for an API; identity without access: 403); then the runtime APIs
- * and the frontend. Runtime APIs not built yet answer NOT_IMPLEMENTED by name.
+ * The edge of every app origin, in order: find the app and refuse an inactive one; the
+ * sign-in endpoints (callback, sign-in, sign-out); identify the caller (app session cookie,
+ * or a bearer access token for this app); who the caller is (`/_service/auth/user`); admit
+ * private apps (no identity: sign-in redirect for a browser page, 401 for an API; identity
+ * without access: 403); then the SDK, session tokens, the runtime APIs and the frontend.
+ * Runtime APIs not built yet answer NOT_IMPLEMENTED by name.
  */
 import { Hono, type Context, type MiddlewareHandler } from 'hono'
 import type { Db } from '../db/db.ts'
@@ -107,10 +108,6 @@ export function appEdge(deps: EdgeDeps) {
     await next()
   })
 
-  edge.get('/_service/sdk.js', () => new Response(BROWSER_SDK_SOURCE, {
-    headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' },
-  }))
-
   edge.get('/_service/auth/callback', async (c) => {
     const app = c.var.app
     const state = readCookie(c, deps.cookies, 'authState')
@@ -188,21 +185,6 @@ export function appEdge(deps: EdgeDeps) {
     return c.json({ user: user ? userView(user) : null }, 200, { 'cache-control': 'no-store' })
   })
 
-  edge.post('/_service/api/session', async (c) => {
-    const sent = c.req.header('origin')
-    if (sent && sent !== origin(c.var.app)) throw new ServiceError('FORBIDDEN', 'session tokens are issued to same-origin clients only')
-    const { user, appSessionId } = c.var.caller
-    if (!user || !appSessionId) throw new ServiceError('AUTH_REQUIRED', 'sign in to get a session token')
-    const state = await appSessionById(deps.sessions, c.var.app.id, appSessionId)
-    if (state.status !== 'active') throw new ServiceError('AUTH_REQUIRED', 'the session has ended')
-    const expiresAt = state.appSession.accessExpiresAt
-    const accessToken = await mintAccessToken(deps.jwtKey, deps.clock, {
-      userId: user.id, appId: c.var.app.id, appSessionId, email: user.email, expiresAt,
-    })
-    return c.json({ accessToken, tokenType: 'bearer', expiresAt: expiresAt.toISOString(), user: userView(user) }, 200,
-      { 'cache-control': 'no-store' })
-  })
-
   edge.use('*', async (c, next) => {
     const app = c.var.app
     if (app.visibility === 'public') return next()
@@ -219,6 +201,26 @@ export function appEdge(deps: EdgeDeps) {
       throw new ServiceError('ACCESS_DENIED', 'your account has no access to this app')
     }
     return next()
+  })
+
+  // Behind admission (spec 5.4): a private app's SDK and session tokens reach only callers it admits.
+  edge.get('/_service/sdk.js', () => new Response(BROWSER_SDK_SOURCE, {
+    headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' },
+  }))
+
+  edge.post('/_service/api/session', async (c) => {
+    const sent = c.req.header('origin')
+    if (sent && sent !== origin(c.var.app)) throw new ServiceError('FORBIDDEN', 'session tokens are issued to same-origin clients only')
+    const { user, appSessionId } = c.var.caller
+    if (!user || !appSessionId) throw new ServiceError('AUTH_REQUIRED', 'sign in to get a session token')
+    const state = await appSessionById(deps.sessions, c.var.app.id, appSessionId)
+    if (state.status !== 'active') throw new ServiceError('AUTH_REQUIRED', 'the session has ended')
+    const expiresAt = state.appSession.accessExpiresAt
+    const accessToken = await mintAccessToken(deps.jwtKey, deps.clock, {
+      userId: user.id, appId: c.var.app.id, appSessionId, email: user.email, expiresAt,
+    })
+    return c.json({ accessToken, tokenType: 'bearer', expiresAt: expiresAt.toISOString(), user: userView(user) }, 200,
+      { 'cache-control': 'no-store' })
   })
 
   edge.all('/rest/v1/*', (c) => deps.dataApi.handle(c.var.app, c.var.caller, c.req.raw))

@@ -94,6 +94,20 @@ export function authRoutes(deps: AuthRouteDeps) {
     })
   }
 
+  /**
+   * What a password sign-in that did not sign an existing account in answers while
+   * registration is open: the same page whether the address was new (it registered, and this
+   * browser has a provisional session) or known with another password (its owner is told by
+   * mail), so the form is no oracle of which addresses have accounts.
+   */
+  function registeredOrRefused(c: Context, email: string, next: string): Response {
+    return page(c, 'Check your email', `<h1>Check your email</h1>
+      <p>If <strong>${escapeHtml(email)}</strong> is new here, your account is ready and this browser is signed in: confirm the
+      address within 24 hours with the link we emailed. If the address already has an account, that password did not match
+      it; we emailed its owner, who can sign in with an email link.</p>
+      <p><a href="${escapeHtml(sameOriginUrl(next, deps.urls.auth))}">Continue</a> · <a href="/sign-in">Sign in another way</a></p>`)
+  }
+
   async function passwordSignIn(c: Context, email: string, password: string, next: string): Promise<Response> {
     const user = await findUserByEmail(db, email)
     if (!user && deps.registration) {
@@ -106,10 +120,18 @@ export function authRoutes(deps: AuthRouteDeps) {
       })
       await sendConfirmation(created)
       await startSession(c, created)
-      return redirectTo(c, next, 303)
+      return registeredOrRefused(c, email, next)
     }
     const verifier = user ? await passwordVerifier(user.id) : null
     const valid = await verifyPassword(verifier, password)
+    if (user && !valid && deps.registration) {
+      await deps.mailer.send({
+        to: user.email,
+        subject: 'A sign-in with a wrong password',
+        text: `Someone tried to sign in to your account with a password that does not match.\n\nIf it was you, sign in at ${deps.urls.auth}/sign-in with an email link, and set a new password in Preferences. If it was not, you need do nothing: your account is unchanged.`,
+      })
+      return registeredOrRefused(c, email, next)
+    }
     if (user && valid && user.pausedAt) {
       await sendConfirmation(user)
       return page(c, 'Confirm your email', `<h1>Confirm your email first</h1><p>The 24 hours to confirm

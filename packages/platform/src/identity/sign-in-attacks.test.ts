@@ -87,6 +87,29 @@ describe(`sign-in attacks (${backend})`, () => {
     assert.equal(new Set(policies).size, 3)
   })
 
+  test('a private app admits before its SDK and session tokens: 403 to an account without a grant, 401 to nobody', async () => {
+    const stranger = new CookieClient(h)
+    await signInTo(stranger, 'vault', 'stranger@elsewhere.test')
+    const json = { accept: 'application/json' }
+    const sdk = await stranger.fetch(`${appUrl('vault')}/_service/sdk.js`, { headers: { accept: '*/*' } })
+    assert.equal(sdk.status, 403)
+    assert.doesNotMatch(await sdk.text(), /functions/)
+    const session = await stranger.fetch(`${appUrl('vault')}/_service/api/session`, {
+      method: 'POST', headers: { ...json, origin: appUrl('vault') },
+    })
+    assert.equal(session.status, 403)
+    assert.equal(((await session.json()) as { error: { code: string } }).error.code, 'ACCESS_DENIED')
+    const anonymous = await new CookieClient(h).fetch(`${appUrl('vault')}/_service/sdk.js`, { headers: json })
+    assert.equal(anonymous.status, 401)
+
+    const member = new CookieClient(h)
+    await signInTo(member, 'vault', 'owner@acme.test')
+    assert.equal((await member.fetch(`${appUrl('vault')}/_service/sdk.js`, { headers: { accept: '*/*' } })).status, 200)
+    const token = await member.fetch(`${appUrl('vault')}/_service/api/session`, { method: 'POST', headers: { ...json, origin: appUrl('vault') } })
+    assert.equal(token.status, 200)
+    assert.ok(((await token.json()) as { accessToken: string }).accessToken)
+  })
+
   test('a code minted for the attacker, opened in the victim\'s browser, signs nobody in (login CSRF)', async () => {
     // The attacker signs in to vault in their own browser and stops at the callback URL.
     const attacker = new CookieClient(h)
@@ -134,7 +157,7 @@ describe(`sign-in cookies over https (${backend})`, () => {
     const form = await b.fetch(`${auth}/sign-in`)
     const setCookies = form.headers.getSetCookie()
     const res = await b.post(`${auth}/sign-in`, { csrf: field(await form.text(), 'csrf'), continue: '/', email, password: 'a long password' })
-    assert.equal(res.status, 303)
+    assert.equal(res.status, 200)
     return { b, setCookies: [...setCookies, ...res.headers.getSetCookie()] }
   }
 
