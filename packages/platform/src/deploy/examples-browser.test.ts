@@ -49,7 +49,7 @@ describe(`examples/tasks in a real browser (Chromium, ${backend})`, browserSuite
     assert.equal(tasks[0]!.remind_at.toISOString(), when.iso, 'the typed local time, as an instant')
     const jobs = await b.h.t.db.query<{ queue: string; state: string; task_id: string }>(
       `select queue, state, payload ->> 'taskId' as task_id from platform.jobs`)
-    assert.deepEqual(jobs, [{ queue: 'reminders', state: 'queued', task_id: tasks[0]!.id }])
+    assert.deepEqual([...jobs], [{ queue: 'reminders', state: 'queued', task_id: tasks[0]!.id }])
   })
 
   test('a reminder more than seven days ahead is refused before the task is written', TEST, async () => {
