@@ -459,7 +459,39 @@ driver to send the same statements through.`)
   printCpu(rows)
   printProfile('postgres', pgProfile)
   printProfile('pglite', pgliteProfile)
+  const tokenCheck = { postgres: appTokenCheck(pgProfile), pglite: appTokenCheck(pgliteProfile) }
+  console.log(`\nApp token check (spec 2.3: read on every request, never cached), pk read profile: ` +
+    `PostgreSQL ${tokenCheck.postgres.ms.toFixed(3)} ms in ${tokenCheck.postgres.count.toFixed(2)} statement per request, ` +
+    `PGlite ${tokenCheck.pglite.ms.toFixed(3)} ms in ${tokenCheck.pglite.count.toFixed(2)}`)
   console.log(`\ntotal run time ${((Date.now() - started) / 1000).toFixed(0)} s`)
+  console.log(JSON.stringify(summaryJson(rows, tokenCheck)))
+}
+
+/** The app token's own statement in a case's sequential profile: statements and ms per request. */
+function appTokenCheck(profiles: Map<string, { clientMs: number; profile: Profile }>): { count: number; ms: number } {
+  const pk = profiles.get('pk read')
+  if (!pk) return { count: 0, ms: 0 }
+  const checks = pk.profile.statements.filter((s) => s.sql.includes('platform.app_access_tokens'))
+  const n = pk.profile.requests
+  return { count: checks.reduce((a, s) => a + s.count, 0) / n, ms: checks.reduce((a, s) => a + s.ms, 0) / n }
+}
+
+/** The run's closing line, for scripts: every API row's ratios against its driver row, and the headline figures. */
+function summaryJson(rows: Row[], tokenCheck: Record<Storage, { count: number; ms: number }>) {
+  const ratios: Record<string, number> = {}
+  const figures: Record<string, number> = {}
+  const round = (value: number) => Math.round(value * 1000) / 1000
+  for (const r of rows) {
+    const key = `${r.storage} ${r.name} ${r.target} x${r.connections}`
+    figures[`${key} rps`] = Math.round(r.summary.rps)
+    figures[`${key} p50 ms`] = round(r.summary.p50)
+    if (r.versus) ratios[`${key} p50 / driver p50`] = round(r.versus.p50)
+  }
+  const floor = rows.find((r) => r.storage === 'postgres' && r.name === 'pk read' && r.target === FLOOR)
+  const api = rows.find((r) => r.storage === 'postgres' && r.name === 'pk read' && r.target === API && r.connections === CONNECTIONS)
+  if (floor && api) ratios['postgres pk read API p50 / floor p50'] = round(api.summary.p50 / floor.summary.p50)
+  for (const storage of ['postgres', 'pglite'] as const) figures[`${storage} app token check ms per request`] = round(tokenCheck[storage].ms)
+  return { bench: 'data', ratios, figures }
 }
 
 await main()

@@ -20,7 +20,7 @@ import { createHttpApp } from './http/server.ts'
 import type { AppSessionDeps } from './identity/app-sessions.ts'
 import { appTokenPages } from './identity/app-token-pages.ts'
 import { appTokenRequestRoutes, appTokenRoutes } from './identity/app-token-routes.ts'
-import { createAppTokenVerifier } from './identity/app-tokens.ts'
+import { verifyAppToken } from './identity/app-tokens.ts'
 import { authRoutes } from './identity/auth-routes.ts'
 import { cliLoginPages, cliLoginRoutes, meTokenRoutes } from './identity/cli-login.ts'
 import { grantRoutes } from './identity/grant-routes.ts'
@@ -138,15 +138,14 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const jobs = createJobs({ db, clock, logger, functions, production: deps.config.production, ...deps.jobs })
   const cron = createCronScheduler({ db, clock, logger, ...deps.cron })
 
-  // Both listen for change notices from their first use until close().
+  // Listens for change notices from its first use until close().
   const appDirectory = createAppDirectory({ db, clock })
-  const appTokens = createAppTokenVerifier({ db, clock })
   const functionCalls = { host: functions, production: deps.config.production, appOrigin: (app: App) => urls.app(app.slug) }
   const app = appEdge({
     db,
     clock,
     apps: appDirectory,
-    appTokens,
+    appTokens: { verify: (token) => verifyAppToken(db, clock, token) },
     frontend: createFrontend({ db }),
     urls,
     cookies,
@@ -170,12 +169,12 @@ export function createPlatform(deps: PlatformDeps): Platform {
     jobs,
     cron,
     ready: async () => {
-      await Promise.all([appDirectory.listening(), appTokens.listening()])
+      await appDirectory.listening()
     },
     close: async () => {
       await cron.stop()
       await jobs.stop()
-      await Promise.all([functions.close(), appDirectory.close(), appTokens.close(), appSql.close()])
+      await Promise.all([functions.close(), appDirectory.close(), appSql.close()])
     },
   }
 }

@@ -41,8 +41,9 @@ type EdgeEnv = { Variables: { app: App; caller: Caller; granted?: boolean } }
 export interface EdgeDeps {
   db: Db
   clock: Clock
-  /** Apps by slug and app access tokens, cached in process until a change notice. */
+  /** Apps by slug, cached in process until a change notice. */
   apps: AppDirectory
+  /** App access tokens, checked on every request (one prepared read). */
   appTokens: { verify(token: string): Promise<VerifiedAppToken | null> }
   frontend: Frontend
   urls: HostUrls
@@ -149,8 +150,8 @@ export function appEdge(deps: EdgeDeps) {
     if (authorization) {
       const match = /^Bearer ([^\s]+)$/i.exec(authorization)
       if (match?.[1]?.startsWith(APP_TOKEN_PREFIX)) {
-        // Revoked, other app, or owner no longer confirmed → 401, within the change-notice delay
-        // (identity/app-tokens.ts caches a verified token until the next notice).
+        // Revoked, other app, or owner no longer confirmed → 401 on the very next request, in
+        // every process: the token's state is read on each request (spec 2.3).
         const verified = await deps.appTokens.verify(match[1])
         if (!verified || verified.app.id !== app.id) {
           throw new ServiceError('AUTH_REQUIRED', 'the app access token is not valid for this app')

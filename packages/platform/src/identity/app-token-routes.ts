@@ -11,11 +11,10 @@ import { Hono } from 'hono'
 import type { Db } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
 import { ServiceError } from '../lib/errors.ts'
-import { APP_CHANGED, findAppBySlug, getOwnedApp } from '../apps/apps.ts'
+import { findAppBySlug, getOwnedApp } from '../apps/apps.ts'
 import type { HostUrls } from '../http/hosts.ts'
 import type { OwnerEnv } from '../http/owner-auth.ts'
 import { readObject } from '../http/json.ts'
-import { dropLocal } from '../lib/notified-cache.ts'
 import {
   appTokenView, checkTokenName, createAppToken, createReveal, createTokenRequest, listAppTokens, pollTokenRequest,
   requireConfirmed, revokeAppToken, tokenRequestStatus,
@@ -67,7 +66,6 @@ export function appTokenRoutes(deps: AppTokenRouteDeps) {
     requireConfirmed(c.var.user)
     const revoked = await revokeAppToken(db, clock, { appId: app.id, tokenId: c.req.param('tokenId') })
     if (!revoked) throw new ServiceError('NOT_FOUND', 'no such active access token for this app')
-    dropLocal(db, APP_CHANGED)
     return c.body(null, 204)
   })
 

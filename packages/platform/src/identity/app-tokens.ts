@@ -3,9 +3,10 @@
  * acts as the app's owner on runtime APIs only (the control plane refuses it). The value is
  * shown once and only its SHA-256 is stored. Every request checks the token: it must be
  * unrevoked, its creator must still own the app and that owner's email must be confirmed.
- * Verified tokens are cached per process (lib/notified-cache.ts): a revocation, an ownership
- * change or a lost confirmation bites on the next request in the process that made it, and
- * in every other process within the change-notice delay.
+ * Spec 2.3 says revalidated on every new request, so nothing is cached: each request reads
+ * the token's state once, as a prepared statement on the platform's read pool (`Db.read`). A
+ * revocation, an ownership change or a lost confirmation bites on the next request in every
+ * process.
  *
  * Two ways to hand the value to a person, neither of which puts it in an API response:
  * - the owner API creates a token and returns a one-time reveal link (15 minutes) that shows
@@ -15,12 +16,10 @@
  */
 import { randomUUID } from 'node:crypto'
 import { first, type Db, type Queryable } from '../db/db.ts'
-import { APP_CHANGED } from '../apps/apps.ts'
 import type { Clock } from '../lib/clock.ts'
 import { newSecret, sha256 } from '../lib/crypto.ts'
 import { decrypt, encrypt } from '../lib/encryption.ts'
 import { ServiceError } from '../lib/errors.ts'
-import { createNotifiedCache } from '../lib/notified-cache.ts'
 import { createUsageStamps } from '../lib/usage-stamps.ts'
 import { isUuid } from '../lib/ids.ts'
 import { userFromRow, type User } from './users.ts'
@@ -131,22 +130,22 @@ export async function listAppTokens(db: Queryable, appId: string): Promise<AppTo
 
 /**
  * Revokes a token of this app and burns its pending reveal; false when there is no such
- * active token. The same statement announces the change on APP_CHANGED; the caller calls
- * `dropLocal(db, APP_CHANGED)` once it is committed.
+ * active token. The next request with the token is refused everywhere: tokens are read on
+ * every request, never cached.
  */
 export async function revokeAppToken(db: Queryable, clock: Clock, input: { appId: string; tokenId: string }): Promise<boolean> {
   if (!isUuid(input.tokenId)) return false
-  // One statement: the revocation, the burnt reveal and the notice commit together or not at all.
+  // One statement: the revocation and the burnt reveal commit together or not at all.
   const rows = await db.query(
     `with revoked as (
        update platform.app_access_tokens set revoked_at = $3
         where id = $1 and app_id = $2 and revoked_at is null
-       returning id, pg_notify($4, 'token:' || id::text)::text as notified
+       returning id
      ), burned as (
        update platform.app_token_reveals set secret_enc = null where token_id in (select id from revoked)
      )
      select id from revoked`,
-    [input.tokenId, input.appId, clock.now(), APP_CHANGED])
+    [input.tokenId, input.appId, clock.now()])
   return rows.length > 0
 }
 
@@ -159,20 +158,25 @@ export interface VerifiedAppToken {
 
 /**
  * The app and owner a token acts for, or null when the token is unknown or revoked, its
- * creator no longer owns the app, or the owner's email is not confirmed. `last_used_at` is
- * written at most once a minute. The request path uses `createAppTokenVerifier` instead.
+ * creator no longer owns the app, or the owner's email is not confirmed: one prepared read,
+ * run for every request that presents a token. `last_used_at` is written at most once a
+ * minute.
+ *
+ * @example
+ *   const verified = await verifyAppToken(db, clock, bearer)
+ *   if (!verified || verified.app.id !== app.id) throw new ServiceError('AUTH_REQUIRED', '…')
  */
 const appTokenUsage = createUsageStamps({ table: 'platform.app_access_tokens' })
 
-export async function verifyAppToken(db: Queryable, clock: Clock, token: string): Promise<VerifiedAppToken | null> {
+export async function verifyAppToken(db: Db, clock: Clock, token: string): Promise<VerifiedAppToken | null> {
   if (!token.startsWith(APP_TOKEN_PREFIX) || token.length > 200) return null
   const verified = await findByHash(db, sha256(token))
   if (verified) appTokenUsage.touch(db, clock, verified.tokenId)
   return verified
 }
 
-async function findByHash(db: Queryable, hash: Uint8Array): Promise<VerifiedAppToken | null> {
-  const row = await first<Record<string, unknown>>(db,
+async function findByHash(db: Pick<Db, 'read'>, hash: Uint8Array): Promise<VerifiedAppToken | null> {
+  const [row] = await db.read<Record<string, unknown>>(
     `select t.id as token_id, a.id as app_id, a.slug as app_slug,
             u.id, u.organisation_id, u.email, u.display_name, u.organisation_role,
             u.is_platform_admin, u.email_confirmed_at, u.confirmation_deadline, u.paused_at
@@ -189,30 +193,6 @@ async function findByHash(db: Queryable, hash: Uint8Array): Promise<VerifiedAppT
   })
 }
 
-/**
- * `verifyAppToken` for the request path: a verified token is remembered in process (by its
- * hash, never its value) until the next notice on APP_CHANGED, which revoking a token,
- * changing the app and changing its owner's account all send (lib/notified-cache.ts). So a
- * revoked token is refused on the next request in the revoking process, and within the
- * change-notice delay in every other (at most about 8 seconds if that process's LISTEN has
- * gone silent; see lib/notified-cache.ts).
- */
-export function createAppTokenVerifier(deps: { db: Db; clock: Clock; maxEntries?: number }) {
-  const cache = createNotifiedCache<VerifiedAppToken>({
-    db: deps.db, clock: deps.clock, channel: APP_CHANGED, maxEntries: deps.maxEntries ?? 10_000, maxAgeMs: 30_000,
-  })
-  return {
-    async verify(token: string): Promise<VerifiedAppToken | null> {
-      if (!token.startsWith(APP_TOKEN_PREFIX) || token.length > 200) return null
-      const hash = sha256(token)
-      const verified = await cache.get(hash.toString('base64'), () => findByHash(deps.db, hash))
-      if (verified) appTokenUsage.touch(deps.db, deps.clock, verified.tokenId)
-      return verified
-    },
-    listening: () => cache.listening(),
-    close: () => cache.close(),
-  }
-}
 
 // ---- One-time reveal links ----
 
