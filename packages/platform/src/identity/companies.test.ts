@@ -139,6 +139,37 @@ describe(`companies, invitations and agent onboarding (${backend})`, () => {
     assert.match(ready.token, /^svc_owner_/)
   })
 
+  test('an onboarding link works for the owner\'s 24 hours, once; the agent can resend, and only the newest link works', async () => {
+    const start = await h.request('/v1/onboarding', { json: { email: 'late-founder@startup.test', projectName: 'Slow' } })
+    const { id, pollToken } = (await start.json()) as Json
+    const first = linkIn((await latestDevMailTo(h.t.db, 'late-founder@startup.test'))!.text, '/confirm')
+    assert.match((await latestDevMailTo(h.t.db, 'late-founder@startup.test'))!.text, /within 24 hours/)
+    h.clock.advance(23 * 60 * 60 * 1000)
+    assert.equal((await new CookieClient(h).fetch(first)).status, 200, 'still valid after 23 hours')
+    h.clock.advance(60 * 60 * 1000 + 1000)
+    assert.equal((await new CookieClient(h).fetch(first)).status, 410, 'expired after 24 hours')
+
+    const resend = (pollToken: string) => h.request(`/v1/onboarding/${id}/resend`, { json: { pollToken } })
+    assert.equal((await resend('forged')).status, 404)
+    const sent = await resend(pollToken)
+    assert.equal(sent.status, 200)
+    const body = (await sent.json()) as Json
+    assert.equal(body.status, 'organisation_setup_required')
+    assert.equal(new Date(body.expiresAt).getTime(), h.clock.now().getTime() + 24 * 60 * 60 * 1000)
+    const second = linkIn((await latestDevMailTo(h.t.db, 'late-founder@startup.test'))!.text, '/confirm')
+    assert.notEqual(second, first)
+    // A second resend replaces the second link: only the newest one opens.
+    assert.equal((await resend(pollToken)).status, 200)
+    const third = linkIn((await latestDevMailTo(h.t.db, 'late-founder@startup.test'))!.text, '/confirm')
+    assert.equal((await new CookieClient(h).fetch(second)).status, 410)
+    const browser = new CookieClient(h)
+    assert.equal((await approve(browser, third)).status, 303)
+    assert.equal((await new CookieClient(h).fetch(third)).status, 410, 'single use')
+    const again = await resend(pollToken)
+    assert.equal(again.status, 409, 'nothing to resend once confirmed')
+    assert.equal(((await again.json()) as Json).error.code, 'CONFLICT')
+  })
+
   test('start_onboarding checks its input', async () => {
     assert.equal((await h.request('/v1/onboarding', { json: { email: 'nope', projectName: 'X' } })).status, 400)
     assert.equal((await h.request('/v1/onboarding', { json: { email: 'a@b.test', projectName: '' } })).status, 400)

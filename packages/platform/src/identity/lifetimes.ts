@@ -2,6 +2,11 @@
 export const LIFETIMES = {
   /** An emailed sign-in or confirmation link. */
   linkMs: 15 * 60 * 1000,
+  /**
+   * An agent onboarding's emailed link (spec 5.3): the owner has the whole 24-hour
+   * confirmation deadline to open it; still single-use and scanner-safe.
+   */
+  onboardingLinkMs: 24 * 60 * 60 * 1000,
   /** The review page's preview cookie that a confirmation must carry. */
   previewMs: 10 * 60 * 1000,
   /** A confirmed browser session, central and brokered: fixed, never extended. */

@@ -75,6 +75,23 @@ export async function confirmOnboarding(db: Queryable, clock: Clock, id: string)
   if (rows[0]) await settleOnboarding(db, rows[0].user_id)
 }
 
+/**
+ * A request as its agent sees it (the poll token must match), with the person's address. Until
+ * confirmation, `status` tells a new identity (`organisation_setup_required`) from an existing
+ * one (`awaiting_confirmation`).
+ */
+export async function findOnboardingForAgent(
+  db: Queryable,
+  input: { id: string; pollToken: string },
+): Promise<{ request: OnboardingRequest; email: string } | null> {
+  if (!/^[0-9a-f-]{36}$/i.test(input.id) || input.pollToken.length > 100) return null
+  const row = await first<Row & { email: string }>(db,
+    `select r.id, r.user_id, r.project_name, r.status, r.confirmed_at, r.poll_hash, r.credential_collected_at, u.email
+       from platform.onboarding_requests r join platform.users u on u.id = r.user_id where r.id = $1`, [input.id])
+  if (!row || !matchesHash(row.poll_hash, input.pollToken)) return null
+  return { request: fromRow(row), email: row.email }
+}
+
 export type PollAnswer = { status: OnboardingStatus; token?: string } | null
 
 /**

@@ -5,7 +5,8 @@
  * approval is a POST that must carry that cookie, so a mail scanner that prefetches, or that
  * submits the form without the cookie, approves nothing. The approving window gets no
  * session; the initiating window claims the approval with its claim cookie and creates its
- * own. Links are single-use and expire after 15 minutes.
+ * own. Links are single-use and expire after 15 minutes (an agent onboarding's after 24 hours,
+ * the owner's confirmation deadline).
  *
  * The claim is bound to the initiating browser twice: its claim cookie, and the CSRF cookie
  * the sign-in form was posted with (stored hash covers both). The claim cookie is path-scoped
@@ -98,9 +99,20 @@ export async function startRequest(
     `insert into platform.sign_in_requests (purpose, email, user_id, link_hash, claim_hash, continue_to, created_at, expires_at)
      values ($1, $2, $3, $4, $5, $6, $7, $8) returning ${COLUMNS}`,
     [input.purpose, input.email, input.userId, link.hash, claimHash, input.continueTo, now,
-      new Date(now.getTime() + LIFETIMES.linkMs)],
+      new Date(now.getTime() + (input.purpose === 'onboarding' ? LIFETIMES.onboardingLinkMs : LIFETIMES.linkMs))],
   )
   return { request: fromRow(row!), linkSecret: link.value, claimSecret: claim?.value ?? null }
+}
+
+/**
+ * Ends the unapproved links that lead to `continueTo` (a resend replaces them: only the
+ * newest link of a request works).
+ */
+export async function expirePendingLinks(db: Queryable, clock: Clock, input: { purpose: Purpose; continueTo: string }): Promise<void> {
+  await db.query(
+    `update platform.sign_in_requests set expires_at = $3
+      where purpose = $1 and continue_to = $2 and approved_at is null and expires_at > $3`,
+    [input.purpose, input.continueTo, clock.now()])
 }
 
 export type LinkState = 'valid' | 'expired' | 'used' | 'unknown'
