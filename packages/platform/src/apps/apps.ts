@@ -8,7 +8,6 @@ import type { Clock } from '../lib/clock.ts'
 import { ServiceError } from '../lib/errors.ts'
 import { isAppSlug, isUuid } from '../lib/ids.ts'
 import { createNotifiedCache } from '../lib/notified-cache.ts'
-import type { User } from '../identity/users.ts'
 
 export type Visibility = 'public' | 'private'
 export type AppStatus = 'active' | 'paused' | 'suspended' | 'archived'
@@ -86,9 +85,18 @@ export function checkVisibility(value: unknown): Visibility {
   return value
 }
 
+/**
+ * Who owns apps, as this feature needs it: identity's User is one. Apps stand below identity
+ * (identity looks apps up), so they name only these fields, not identity's type.
+ */
+export interface AppOwner {
+  readonly id: string
+  readonly organisationId: string | null
+}
+
 export async function createApp(
   db: Queryable,
-  owner: User,
+  owner: AppOwner,
   input: { slug: string; name?: string | undefined; visibility: Visibility },
 ): Promise<App> {
   const slug = checkSlug(input.slug)
@@ -105,7 +113,7 @@ export async function createApp(
   return fromRow(rows[0])
 }
 
-export async function listAppsOwnedBy(db: Queryable, user: User): Promise<App[]> {
+export async function listAppsOwnedBy(db: Queryable, user: Pick<AppOwner, 'id'>): Promise<App[]> {
   const rows = await db.query<AppRow>(
     `select ${APP_COLUMNS} from platform.apps where owner_id = $1 order by created_at, slug limit 1000`, [user.id])
   return rows.map(fromRow)
@@ -113,7 +121,7 @@ export async function listAppsOwnedBy(db: Queryable, user: User): Promise<App[]>
 
 
 /** An app the user owns, by id or slug; APP_NOT_FOUND otherwise (also for others' apps). */
-export async function getOwnedApp(db: Queryable, user: User, idOrSlug: string): Promise<App> {
+export async function getOwnedApp(db: Queryable, user: Pick<AppOwner, 'id'>, idOrSlug: string): Promise<App> {
   const column = isUuid(idOrSlug) ? 'id' : 'slug'
   const row = await first<AppRow>(db,
     `select ${APP_COLUMNS} from platform.apps where ${column} = $1 and owner_id = $2`, [idOrSlug, user.id])
@@ -126,9 +134,25 @@ export async function findAppBySlug(db: Queryable, slug: string): Promise<App | 
   return row ? Object.freeze(fromRow(row)) : null
 }
 
+/** Any app by id or slug, whoever owns it (for platform administrators); null when none. */
+export async function findAppByIdOrSlug(db: Queryable, idOrSlug: string): Promise<App | null> {
+  const column = isUuid(idOrSlug) ? 'id' : 'slug'
+  const row = await first<AppRow>(db, `select ${APP_COLUMNS} from platform.apps where ${column} = $1`, [idOrSlug])
+  return row ? fromRow(row) : null
+}
+
+/** The app a custom domain (lowercase, as `classifyHost` gives it) is mapped to, or null. */
+export async function findAppByDomain(db: Queryable, domain: string): Promise<App | null> {
+  const row = await first<AppRow>(db,
+    `select ${APP_COLUMNS.split(', ').map((column) => `a.${column}`).join(', ')}
+       from platform.custom_domains d join platform.apps a on a.id = d.app_id where d.domain = $1`, [domain])
+  return row ? Object.freeze(fromRow(row)) : null
+}
+
 /**
  * The NOTIFY channel for changes to what an app origin resolves at its edge: the app row
- * (status, visibility, release, owner, company), its access tokens, its owner's account.
+ * (status, visibility, release, owner, company), its custom domains, its access tokens, its
+ * owner's account.
  * Whoever changes one announces it in the same transaction (`announceChange` in
  * lib/notified-cache.ts) and calls `dropLocal(db, APP_CHANGED)` after the commit.
  */
@@ -137,17 +161,24 @@ export const APP_CHANGED = 'platform_app_changed'
 export interface AppDirectory {
   /** `findAppBySlug`, served from memory until the next change notice. */
   bySlug(slug: string): Promise<App | null>
+  /** `findAppByDomain`, served from memory until the next change notice. */
+  byDomain(domain: string): Promise<App | null>
   listening(): Promise<void>
   close(): Promise<void>
 }
 
-/** Apps by slug for the request path, cached in process (see lib/notified-cache.ts). */
+/**
+ * Apps by slug and by custom domain for the request path, cached in process (see
+ * lib/notified-cache.ts): one cache, keyed `slug:` or `domain:`, emptied by any APP_CHANGED
+ * notice, which a change to an app or to its custom domains sends.
+ */
 export function createAppDirectory(deps: { db: Db; clock: Clock; maxEntries?: number }): AppDirectory {
   const cache = createNotifiedCache<App>({
     db: deps.db, clock: deps.clock, channel: APP_CHANGED, maxEntries: deps.maxEntries ?? 10_000, maxAgeMs: 30_000,
   })
   return {
-    bySlug: (slug) => cache.get(slug, () => findAppBySlug(deps.db, slug)),
+    bySlug: (slug) => cache.get(`slug:${slug}`, () => findAppBySlug(deps.db, slug)),
+    byDomain: (domain) => cache.get(`domain:${domain}`, () => findAppByDomain(deps.db, domain)),
     listening: () => cache.listening(),
     close: () => cache.close(),
   }

@@ -6,7 +6,8 @@
  */
 import { isMap, isScalar, LineCounter, parseDocument } from 'yaml'
 import type { Manifest, Problem } from '../manifest/index.ts'
-import type { SecretScope, SecretStore } from './secrets.ts'
+import type { SecretScope } from './scope.ts'
+import type { SecretStore } from './secrets.ts'
 
 /**
  * @example

@@ -5,8 +5,9 @@
 export {
   checkSecretName, checkSecretValue, createSecretStore, MAX_SECRET_BYTES_PER_NAMESPACE, MAX_SECRET_VALUE_BYTES, MAX_SECRETS_PER_NAMESPACE,
   SECRET_CHANGED, SECRET_NAME_PATTERN,
-  type SecretScope, type SecretStore, type StoredSecret,
+  type SecretStore, type StoredSecret,
 } from './secrets.ts'
+export type { SecretScope } from './scope.ts'
 export { createRedactor, REDACTED, type Redactor } from './redact.ts'
 export { secretRoutes } from './routes.ts'
 export { missingSecretWarnings } from './deploy-warnings.ts'

@@ -1,6 +1,6 @@
 /** The SQL of app secrets, one function per statement (platform.app_secrets). */
 import type { Queryable } from '../db/db.ts'
-import type { SecretScope } from './secrets.ts'
+import type { SecretScope } from './scope.ts'
 
 export interface SecretRow extends Record<string, unknown> {
   name: string

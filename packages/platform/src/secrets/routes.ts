@@ -13,7 +13,8 @@ import { readObject } from '../http/json.ts'
 import { activeReleaseOf, checkDevName } from '../deploy/dev-names.ts'
 import { findNamespace } from '../deploy/namespaces.ts'
 import { selectDeclaredSecrets } from './queries.ts'
-import { checkSecretName, checkSecretValue, MAX_SECRET_VALUE_BYTES, type SecretScope, type SecretStore } from './secrets.ts'
+import { checkSecretName, checkSecretValue, MAX_SECRET_VALUE_BYTES, type SecretStore } from './secrets.ts'
+import type { SecretScope } from './scope.ts'
 
 /** JSON escapes can grow a value sixfold; leave room for that and the object around it. */
 const MAX_BODY_BYTES = MAX_SECRET_VALUE_BYTES * 6 + 1024

@@ -11,6 +11,7 @@ import type { Clock } from '../lib/clock.ts'
 import { decrypt, encrypt } from '../lib/encryption.ts'
 import { ServiceError } from '../lib/errors.ts'
 import { announceChange, dropLocal } from '../lib/notified-cache.ts'
+import type { SecretScope } from './scope.ts'
 import { countSecrets, deleteSecret, storedValueBytes, lockScope, selectSecret, selectSecrets, upsertSecret } from './queries.ts'
 
 /** Same rule as the manifest's secret names. */
@@ -23,12 +24,6 @@ export const MAX_SECRETS_PER_NAMESPACE = 100
 export const MAX_SECRET_BYTES_PER_NAMESPACE = 256 * 1024
 /** NOTIFY channel told of every change to a namespace's values (payload `<appId>:<devName>`). */
 export const SECRET_CHANGED = 'platform_secret_changed'
-
-/** One app namespace: `devName` '' is production. */
-export interface SecretScope {
-  readonly appId: string
-  readonly devName: string
-}
 
 export interface StoredSecret {
   readonly name: string
