@@ -5,6 +5,16 @@
 (function () {
   'use strict'
 
+  /**
+   * The Functions a browser may call (access `public` or `user`) in the app release that
+   * served this script: the platform writes the list in when it serves the SDK. Any other
+   * name, a `system` Function's or none, is refused here before a request is sent (spec
+   * 4.2), with the code the platform answers for it. The list names no `system` Function, so
+   * the script reveals none. null (this file as it is stored) leaves the refusal to the
+   * platform.
+   */
+  const CALLABLE_FUNCTIONS = /*@service:callable-functions*/null
+
   class ServiceError extends Error {
     constructor(code, message, details) {
       super(message)
@@ -69,7 +79,22 @@
     return path.startsWith(FUNCTIONS_PATH) ? decodeURIComponent(path.slice(FUNCTIONS_PATH.length)) : undefined
   }
 
+  const callable = CALLABLE_FUNCTIONS === null ? null : new Set(CALLABLE_FUNCTIONS)
+
+  /**
+   * Refuses, without a request, a name the page may not call. Unknown names and `system`
+   * Functions get the same answer, as they do from the platform, so a page cannot tell them
+   * apart; a new Function deployed after this script was loaded is callable after a reload.
+   */
+  function refuseUncallable(name) {
+    if (callable === null || callable.has(name)) return
+    throw new ServiceError('FUNCTION_NOT_FOUND',
+      'This app has no Function named ' + name + ' that a browser may call (system Functions run only on the platform)',
+      { function: name })
+  }
+
   function invoke(name, input, accept) {
+    refuseUncallable(String(name))
     return send(FUNCTIONS_PATH + encodeURIComponent(String(name)), {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: accept },
@@ -138,7 +163,8 @@
     /**
      * Runs the app's Function `name` with `input`; resolves to its JSON value, rejects with a
      * ServiceError. A Function that returns bytes rejects with FUNCTION_RESULT_IS_STREAM
-     * (it has run; use `stream` for it).
+     * (it has run; use `stream` for it). A name the browser may not call (a `system`
+     * Function, or none) rejects with FUNCTION_NOT_FOUND and sends no request.
      */
     async call(name, input) {
       return readJson(await invoke(name, input, 'application/json'), FUNCTIONS_PATH + encodeURIComponent(String(name)))
@@ -151,6 +177,7 @@
      * A failure before the first byte rejects with the Function's ServiceError, as `call` does.
      * A Function that returns a JSON value rejects with FUNCTION_RESULT_NOT_STREAM (it has
      * run; use `call` for it); a byte result with an error status rejects with HTTP_<status>.
+     * A name the browser may not call rejects with FUNCTION_NOT_FOUND, as in `call`.
      */
     async stream(name, input) {
       const response = await invoke(name, input, '*/*')

@@ -13,7 +13,7 @@ import { ServiceError, notImplemented } from '../lib/errors.ts'
 import type { App, AppDirectory } from '../apps/apps.ts'
 import type { Frontend } from '../frontend/serve.ts'
 import type { HostUrls } from './hosts.ts'
-import { BROWSER_SDK_SOURCE } from '@service/browser-sdk'
+import { createBrowserSdkScripts } from '../functions/index.ts'
 import { createAccessTokenVerifier, mintAccessToken } from '../identity/access-tokens.ts'
 import { appSessionById, exchangeCode, resolveAppSession, signOutAppSession, type AppSessionDeps } from '../identity/app-sessions.ts'
 import { clearCookie, readCookie, writeCookie, type CookieOptions } from '../identity/cookies.ts'
@@ -205,9 +205,9 @@ export function appEdge(deps: EdgeDeps) {
   })
 
   // Behind admission (spec 5.4): a private app's SDK and session tokens reach only callers it admits.
-  edge.get('/_service/sdk.js', () => new Response(BROWSER_SDK_SOURCE, {
-    headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' },
-  }))
+  // The SDK carries the active release's browser-callable Function names (built once per release).
+  const sdkScripts = createBrowserSdkScripts({ db: deps.db })
+  edge.get('/_service/sdk.js', (c) => sdkScripts.serve(c.var.app.activeReleaseId, c.req.raw))
 
   edge.post('/_service/api/session', async (c) => {
     const sent = c.req.header('origin')
