@@ -9,7 +9,8 @@ import type { Clock } from './lib/clock.ts'
 import type { Logger } from './lib/logger.ts'
 import { deriveKey } from './lib/master-key.ts'
 import { appRoutes } from './apps/routes.ts'
-import { createAppDirectory, type App } from './apps/apps.ts'
+import { createAppDirectory } from './apps/apps.ts'
+import { domainRoutes } from './apps/domain-routes.ts'
 import { deployRoutes } from './deploy/routes.ts'
 import { createMailer, devMailRoutes, type Mailer } from './email/index.ts'
 import { createFrontend } from './frontend/serve.ts'
@@ -115,6 +116,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   // The host is built below; its routes are mounted here, before /v1/apps is.
   owner.route('/', devInvokeRoutes({ db, host: () => functions }))
   owner.route('/', grantRoutes({ db }))
+  owner.route('/', domainRoutes({ db, clock, urls, baseUrl: deps.config.baseUrl }))
   owner.route('/', jobRoutes({ db, clock }))
   owner.route('/', cronRoutes({ db, clock }))
   owner.route('/', appTokenRoutes({ db, clock, urls, revealKey }))
@@ -140,7 +142,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
 
   // Listens for change notices from its first use until close().
   const appDirectory = createAppDirectory({ db, clock })
-  const functionCalls = { host: functions, production: deps.config.production, appOrigin: (app: App) => urls.app(app.slug) }
+  const functionCalls = { host: functions, production: deps.config.production }
   const app = appEdge({
     db,
     clock,
@@ -154,10 +156,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     dataApi: createDataApi({ db, schemas: createSchemaCache(), sql: appSql }),
     callFunction: (c, target) => callFunction(functionCalls, c, target),
     callRoute: (c, target) => callRoute(functionCalls, c, target),
-    slugOf: (request) => {
-      const target = classifyHost(request.headers.get('host') ?? new URL(request.url).host, deps.config.baseUrl)
-      return target.kind === 'app' ? target.slug : ''
-    },
+    hostOf: (request) => classifyHost(request.headers.get('host') ?? new URL(request.url).host, deps.config.baseUrl),
   })
 
   const http = createHttpApp({ baseUrl: deps.config.baseUrl, hosts: { base, auth, app }, logger, production: deps.config.production })

@@ -6,6 +6,10 @@
  * names are checked against the catalog and quoted; values are bound: the statement reads
  * `$1`, one jsonb array, and rows are built with `jsonb_populate_record` so each value gets
  * its column's type. Every table has primary key `id` (spec 2.10).
+ *
+ * An invocation by a custom-domain browser session (spec 5.5) keeps the data authorization
+ * it started with, for CUSTOM_DOMAIN_DATA_MS: a data call after that fails AUTH_EXPIRED and
+ * nothing renews it, however long the invocation still runs.
  */
 import { ident, type Db } from '../db/db.ts'
 import { runAsRole, type Namespace } from '../deploy/namespaces.ts'
@@ -14,6 +18,8 @@ import { ServiceError } from '../lib/errors.ts'
 
 export const DEFAULT_LIST_LIMIT = 100
 export const MAX_LIST_LIMIT = 1000
+/** How long `ctx.data` keeps its authorization in an invocation by a custom-domain session (spec 8: within 60 seconds). */
+export const CUSTOM_DOMAIN_DATA_MS = 60_000
 
 /** Whose data an invocation reads and writes. */
 export interface DataIdentity {
@@ -22,6 +28,23 @@ export interface DataIdentity {
   readonly claims: Record<string, unknown>
   /** Writes need a signed-in user unless the Function is `system` (spec 5.5). */
   readonly canWrite: boolean
+  /** When the authorization ends (epoch ms by the platform's clock); absent: with the invocation. */
+  readonly expiresAt?: number
+}
+
+/**
+ * Refuses a data call once the invocation's authorization has ended (never renewed).
+ *
+ * @example
+ * checkDataAuthorization(meta.identity, clock.now()) // throws AUTH_EXPIRED past identity.expiresAt
+ */
+export function checkDataAuthorization(identity: DataIdentity, now: Date): void {
+  if (identity.expiresAt === undefined || now.getTime() < identity.expiresAt) return
+  throw new ServiceError('AUTH_EXPIRED',
+    'this invocation\'s data authorization has expired (a custom-domain session keeps it for 60 seconds); ' +
+    'do data work early, or return and let the browser call again', {
+      details: { expiredAt: new Date(identity.expiresAt).toISOString() },
+    })
 }
 
 export interface DataCallOptions {

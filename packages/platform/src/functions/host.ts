@@ -12,8 +12,9 @@
  * least recently used one drains first. `close` closes them all at once.
  * A release's files are written to `<bundlesDir>/<releaseId>/` once; its manifest gives
  * each Function's entrypoint, access and timeout. Context calls are answered here: `log`
- * and `data` under the invocation's identity, `secrets` for the invocation's namespace
- * (context-secrets.ts), every other member NOT_IMPLEMENTED by name. Secret values of the
+ * and `data` under the invocation's identity (`data` only until `dataAuthorizationMs` after
+ * the start when the caller sets it: a custom-domain session, spec 5.5), `secrets` for the
+ * invocation's namespace (context-secrets.ts), every other member NOT_IMPLEMENTED by name. Secret values of the
  * namespace are redacted from stored log lines, failures and worker diagnostics here, so
  * no caller sees an unredacted one. A development namespace (`resolveDev`) runs its own
  * active release in its own pools, schema and secrets.
@@ -35,7 +36,7 @@ import type { Clock } from '../lib/clock.ts'
 import { notImplemented, ServiceError } from '../lib/errors.ts'
 import type { Logger } from '../lib/logger.ts'
 import { materialiseRelease } from './bundle-files.ts'
-import { runDataCall, type DataIdentity } from './context-data.ts'
+import { checkDataAuthorization, runDataCall, type DataIdentity } from './context-data.ts'
 import { isLogLevel, LOG_BATCH_LINES, writeFunctionLogs } from './context-log.ts'
 import { createSecretsContext } from './context-secrets.ts'
 import { redactFailure } from './failures.ts'
@@ -118,8 +119,10 @@ export interface FunctionHost {
    * `http`: the route facts of a route invocation (`ctx.http`); `bytes`: the caller (HTTP)
    * takes a byte result. Without `bytes` the result is always a FunctionResult.
    * `awaitLogs`: resolve only once the invocation's `ctx.log` lines are stored.
+   * `dataAuthorizationMs`: `ctx.data` fails AUTH_EXPIRED this long (by the clock) after the
+   * invocation starts (a custom-domain session, spec 5.5); without it, data works throughout.
    */
-  run(fn: ResolvedFunction, options: { input: unknown; user: InvocationUser | null; requestId?: string; http?: WireHttpRoute | null; bytes?: boolean; awaitLogs?: boolean } & JobRunOptions): Promise<InvokeResult>
+  run(fn: ResolvedFunction, options: { input: unknown; user: InvocationUser | null; requestId?: string; http?: WireHttpRoute | null; bytes?: boolean; awaitLogs?: boolean; dataAuthorizationMs?: number } & JobRunOptions): Promise<InvokeResult>
   /** Closes pools unused for `poolIdleMs` (a timer runs it every minute). */
   reapIdle(): void
   /** Drains the pools of a development namespace that was deleted. */
@@ -357,6 +360,7 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
       case 'secrets':
         return await secrets.answer({ scope: { appId: meta.appId, devName: meta.devName }, releaseId: meta.releaseId, method: call.method, args: call.args })
       case 'data': {
+        checkDataAuthorization(meta.identity, deps.clock.now())
         if (meta.namespace === null) throw new ServiceError('NOT_FOUND', 'this app has no database yet')
         const schema = await deps.schemas.get(deps.db, { schemaName: meta.namespace.schemaName, releaseId: meta.releaseId })
         return await runDataCall({ db: deps.db, namespace: meta.namespace, schema, identity: meta.identity, method: call.method, args: call.args })
@@ -467,12 +471,14 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
       const system = fn.declaration.access === 'system'
       const user = system ? null : options.user
       const aud = fn.app.id
+      const expiry = options.dataAuthorizationMs === undefined ? {} : { expiresAt: deps.clock.now().getTime() + options.dataAuthorizationMs }
       const identity: DataIdentity = system
-        ? { role: 'system', claims: { role: 'system', aud }, canWrite: true }
+        ? { role: 'system', claims: { role: 'system', aud }, canWrite: true, ...expiry }
         : {
           role: 'user',
           claims: user ? { sub: user.id, role: 'authenticated', aud, ...(user.email ? { email: user.email } : {}) } : { role: 'anon', aud },
           canWrite: user !== null,
+          ...expiry,
         }
       const devName = fn.devName ?? ''
       const meta: HostMeta = {

@@ -12,11 +12,13 @@
  * the client as the Function produces them, with the Response's status and the headers in
  * RESPONSE_HEADERS, marked `x-service-stream: 1`. Errors use the platform's shape
  * `{ error: { code, message, details? } }` with the typed status; failures that are not a
- * typed ServiceError are generic in production and detailed in development.
+ * typed ServiceError are generic in production and detailed in development. A caller with a
+ * custom-domain session gets `ctx.data` for CUSTOM_DOMAIN_DATA_MS only (spec 5.5).
  */
 import type { Context } from 'hono'
 import type { App } from '../apps/apps.ts'
 import { functionAccess, notFound, type CallerVia } from './access.ts'
+import { CUSTOM_DOMAIN_DATA_MS } from './context-data.ts'
 import { failureResponse } from './failures.ts'
 import type { FunctionHost, InvocationUser, ResolvedFunction } from './host.ts'
 import type { ByteResult, InvokeResult } from './pool.ts'
@@ -39,12 +41,23 @@ const RESPONSE_HEADERS = new Set([
 export interface FunctionCallDeps {
   readonly host: FunctionHost
   readonly production: boolean
-  readonly appOrigin: (app: App) => string
 }
 
 export interface FunctionCaller {
   readonly user: InvocationUser | null
   readonly via: CallerVia
+  /**
+   * The custom domain the caller's browser session was brokered on: the invocation's `data`
+   * then keeps its authorization for CUSTOM_DOMAIN_DATA_MS only (spec 5.5).
+   */
+  readonly customDomain?: string | null
+}
+
+/** `origin`: the app's origin on this request (its own, or the custom domain), for the Origin checks. */
+interface CallTarget {
+  readonly app: App
+  readonly caller: FunctionCaller
+  readonly origin: string
 }
 
 /** Every JSON answer of a Function surface (value or error): never sniffed as anything else. */
@@ -60,7 +73,7 @@ function errorJson(c: Context, status: number, error: { code: string; message: s
  * @example
  * edge.post('/_service/functions/:name', (c) => callFunction(deps, c, { app: c.var.app, caller: c.var.caller, name: c.req.param('name') }))
  */
-export async function callFunction(deps: FunctionCallDeps, c: Context, target: { app: App; caller: FunctionCaller; name: string }): Promise<Response> {
+export async function callFunction(deps: FunctionCallDeps, c: Context, target: CallTarget & { name: string }): Promise<Response> {
   const { app, caller, name } = target
   if (c.req.method !== 'POST') return errorJson(c, 405, { code: 'METHOD_NOT_ALLOWED', message: 'call a Function with POST' }, { allow: 'POST' })
   const fn = await deps.host.resolve(app, name)
@@ -74,13 +87,13 @@ export async function callFunction(deps: FunctionCallDeps, c: Context, target: {
     via: caller.via,
     origin: c.req.header('origin'),
     sdkHeader: c.req.header('x-service-sdk'),
-    appOrigin: deps.appOrigin(app),
+    appOrigin: target.origin,
   }, name)
   if (!verdict.allowed) return errorJson(c, verdict.status, { code: verdict.code, message: verdict.message })
 
   const input = await readInput(c.req.raw)
   if (!input.ok) return errorJson(c, input.status, input.error)
-  return await invoke(deps, c, { fn, input: input.value, user: caller.user, http: null })
+  return await invoke(deps, c, { fn, input: input.value, caller, http: null })
 }
 
 /**
@@ -91,7 +104,7 @@ export async function callFunction(deps: FunctionCallDeps, c: Context, target: {
  * @example
  * edge.all('*', async (c) => (await callRoute(deps, c, { app, caller })) ?? frontend.serve(...))
  */
-export async function callRoute(deps: FunctionCallDeps, c: Context, target: { app: App; caller: FunctionCaller }): Promise<Response | null> {
+export async function callRoute(deps: FunctionCallDeps, c: Context, target: CallTarget): Promise<Response | null> {
   const { app, caller } = target
   const method = c.req.method
   const url = new URL(c.req.url)
@@ -108,7 +121,7 @@ export async function callRoute(deps: FunctionCallDeps, c: Context, target: { ap
     via: caller.via,
     origin: c.req.header('origin'),
     sdkHeader: c.req.header('x-service-sdk'),
-    appOrigin: deps.appOrigin(app),
+    appOrigin: target.origin,
     route: { method, fetchSite: c.req.header('sec-fetch-site') },
   }, found.fn.declaration.name)
   if (!verdict.allowed) return withoutBody(errorJson(c, verdict.status, { code: verdict.code, message: verdict.message }), head)
@@ -120,15 +133,18 @@ export async function callRoute(deps: FunctionCallDeps, c: Context, target: { ap
     input = read.value
   }
   const http: WireHttpRoute = { method, pathname: url.pathname, params: found.params, query: url.search.slice(1) }
-  return withoutBody(await invoke(deps, c, { fn: found.fn, input, user: caller.user, http }), head)
+  return withoutBody(await invoke(deps, c, { fn: found.fn, input, caller, http }), head)
 }
 
 async function invoke(
   deps: FunctionCallDeps,
   c: Context,
-  call: { fn: ResolvedFunction; input: unknown; user: InvocationUser | null; http: WireHttpRoute | null },
+  call: { fn: ResolvedFunction; input: unknown; caller: FunctionCaller; http: WireHttpRoute | null },
 ): Promise<Response> {
-  const result: InvokeResult = await deps.host.run(call.fn, { input: call.input, user: call.user, http: call.http, bytes: true })
+  const result: InvokeResult = await deps.host.run(call.fn, {
+    input: call.input, user: call.caller.user, http: call.http, bytes: true,
+    ...(call.caller.customDomain ? { dataAuthorizationMs: CUSTOM_DOMAIN_DATA_MS } : {}),
+  })
   if (result.ok) {
     if ('bytes' in result) return byteResponse(result.bytes)
     return new Response(JSON.stringify(result.value ?? null), {

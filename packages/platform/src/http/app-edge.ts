@@ -1,6 +1,8 @@
 /**
- * The edge of every app origin, in order: find the app and refuse an inactive one; the
- * sign-in endpoints (callback, sign-in, sign-out); identify the caller (app session cookie,
+ * The edge of every app origin, in order: find the app (by `<slug>.<base domain>`, or a
+ * custom domain mapped to it, whose origin then stands for the app's in redirects and
+ * same-origin checks) and refuse an inactive one; the sign-in endpoints (callback,
+ * sign-in, sign-out); identify the caller (app session cookie,
  * or a bearer access token for this app); who the caller is (`/_service/auth/user`); admit
  * private apps (no identity: sign-in redirect for a browser page, 401 for an API; identity
  * without access: 403); then the SDK, session tokens, the runtime APIs and the frontend.
@@ -12,7 +14,7 @@ import type { Clock } from '../lib/clock.ts'
 import { ServiceError, notImplemented } from '../lib/errors.ts'
 import type { App, AppDirectory } from '../apps/apps.ts'
 import type { Frontend } from '../frontend/serve.ts'
-import type { HostUrls } from './hosts.ts'
+import type { HostTarget, HostUrls } from './hosts.ts'
 import { createBrowserSdkScripts } from '../functions/index.ts'
 import { createAccessTokenVerifier, mintAccessToken } from '../identity/access-tokens.ts'
 import { appSessionById, exchangeCode, resolveAppSession, signOutAppSession, type AppSessionDeps } from '../identity/app-sessions.ts'
@@ -33,10 +35,19 @@ export interface Caller {
   appSessionId: string | null
   /** `app_token`: an app access token (`svc_app_…`), acting as the app's owner at runtime. */
   via: 'anonymous' | 'session' | 'access_token' | 'app_token'
+  /**
+   * The custom domain the caller's app session was brokered on, else null: a Function it
+   * invokes keeps its data authorization for at most 60 seconds (spec 5.5).
+   */
+  customDomain: string | null
 }
 
-/** `granted`: the caller's grant to this app, when identify read it with their session. */
-type EdgeEnv = { Variables: { app: App; caller: Caller; granted?: boolean } }
+/**
+ * `origin`: the app's origin on this request (`<slug>.<base domain>` or the custom domain),
+ * for redirects and same-origin checks. `granted`: the caller's grant to this app, when
+ * identify read it with their session.
+ */
+type EdgeEnv = { Variables: { app: App; origin: string; customDomain: string | null; caller: Caller; granted?: boolean } }
 
 export interface EdgeDeps {
   db: Db
@@ -51,10 +62,11 @@ export interface EdgeDeps {
   jwtKey: Uint8Array
   sessions: AppSessionDeps
   dataApi: DataApi
-  slugOf: (request: Request) => string
-  callFunction: (c: Context, target: { app: App; caller: Caller; name: string }) => Promise<Response>
+  /** What the request's Host names (`classifyHost`): an app slug or a custom domain here. */
+  hostOf: (request: Request) => HostTarget
+  callFunction: (c: Context, target: { app: App; caller: Caller; name: string; origin: string }) => Promise<Response>
   /** The active release's Function route for the request, or null (then the frontend answers). */
-  callRoute: (c: Context, target: { app: App; caller: Caller }) => Promise<Response | null>
+  callRoute: (c: Context, target: { app: App; caller: Caller; origin: string }) => Promise<Response | null>
 }
 
 function wantsPage(c: Context): boolean {
@@ -68,32 +80,44 @@ function userView(user: User) {
 export function appEdge(deps: EdgeDeps) {
   const edge = new Hono<EdgeEnv>()
   const verifyAccessToken = createAccessTokenVerifier(deps.jwtKey, deps.clock)
-  const origin = (app: App) => deps.urls.app(app.slug)
+  const origin = (c: Context<EdgeEnv>) => c.var.origin
   /**
    * Starts a sign-in from this browser: a fresh state in a cookie on the app origin, and the
    * central authorize URL that carries it back to the callback. The callback takes a code only
    * with this browser's state, so a code minted for someone else's session cannot sign this
    * browser in (login CSRF), as OAuth's `state` does.
    */
-  const startSignIn = (c: Context, app: App, returnTo: string) => {
+  const startSignIn = (c: Context<EdgeEnv>, app: App, returnTo: string) => {
     const state = browserSecret().value
     writeCookie(c, deps.cookies, { kind: 'authState', value: state, maxAgeSeconds: LIFETIMES.signInStateMs / 1000 })
-    const target = sameOriginUrl(returnTo, origin(app))
+    const target = sameOriginUrl(returnTo, origin(c))
     return `${deps.urls.auth}/authorize?app=${encodeURIComponent(app.slug)}&return_to=${encodeURIComponent(target)}&state=${state}`
   }
 
   /** Same-origin check for state-changing SDK calls (a custom header cannot be sent cross-site without CORS). */
   const sameOrigin = (c: Context<EdgeEnv>) => {
     const sent = c.req.header('origin')
-    if ((sent && sent !== origin(c.var.app)) || c.req.header('x-service-sdk') !== '1') {
+    if ((sent && sent !== origin(c)) || c.req.header('x-service-sdk') !== '1') {
       throw new ServiceError('FORBIDDEN', 'this endpoint answers same-origin SDK calls only')
     }
   }
 
   edge.use('*', async (c, next) => {
-    const slug = deps.slugOf(c.req.raw)
-    const app = await deps.apps.bySlug(slug)
-    if (!app) throw new ServiceError('APP_NOT_FOUND', `no app is deployed at ${slug}`)
+    const host = deps.hostOf(c.req.raw)
+    let app: App | null = null
+    if (host.kind === 'custom') {
+      // An unmapped name answers as any host this platform does not serve.
+      app = await deps.apps.byDomain(host.domain)
+      if (!app) throw new ServiceError('HOST_NOT_FOUND', 'this platform does not serve that host')
+      c.set('origin', deps.urls.custom(host.domain))
+      c.set('customDomain', host.domain)
+    } else {
+      const slug = host.kind === 'app' ? host.slug : ''
+      app = await deps.apps.bySlug(slug)
+      if (!app) throw new ServiceError('APP_NOT_FOUND', `no app is deployed at ${slug}`)
+      c.set('origin', deps.urls.app(app.slug))
+      c.set('customDomain', null)
+    }
     if (app.status !== 'active') {
       if (app.pausedReason === VERIFICATION_REQUIRED && wantsPage(c)) {
         const resend = `${deps.urls.auth}/verification/resend?app=${encodeURIComponent(app.slug)}`
@@ -112,7 +136,7 @@ export function appEdge(deps: EdgeDeps) {
   edge.get('/_service/auth/callback', async (c) => {
     const app = c.var.app
     const state = readCookie(c, deps.cookies, 'authState')
-    const again = `<p><a href="${escapeHtml(origin(app))}/_service/auth/sign-in">Sign in again</a></p>`
+    const again = `<p><a href="${escapeHtml(origin(c))}/_service/auth/sign-in">Sign in again</a></p>`
     if (!state || !safeEqual(state, c.req.query('state') ?? '')) {
       // Checked before the code is looked at: a code that this browser did not ask for is
       // never exchanged here, whoever's session it carries.
@@ -120,13 +144,15 @@ export function appEdge(deps: EdgeDeps) {
         <p>This sign-in was not started in this browser, or it took longer than an hour. Nothing changed.</p>${again}`, { status: 400 })
     }
     clearCookie(c, deps.cookies, 'authState')
-    const result = await exchangeCode(deps.db, deps.clock, deps.sessions.key, { code: c.req.query('code') ?? '', appId: app.id })
+    const result = await exchangeCode(deps.db, deps.clock, deps.sessions.key, {
+      code: c.req.query('code') ?? '', appId: app.id, customDomain: c.var.customDomain,
+    })
     if (!result) return page(c, 'Sign-in expired', `<h1>Sign-in link expired</h1>${again}`, { status: 400 })
     writeCookie(c, deps.cookies, {
       kind: 'appSession', value: result.cookie,
       maxAgeSeconds: (result.appSession.expiresAt.getTime() - deps.clock.now().getTime()) / 1000,
     })
-    return c.redirect(sameOriginUrl(result.returnTo, origin(app)), 303)
+    return c.redirect(sameOriginUrl(result.returnTo, origin(c)), 303)
   })
 
   edge.get('/_service/auth/sign-in', (c) => {
@@ -156,7 +182,7 @@ export function appEdge(deps: EdgeDeps) {
         if (!verified || verified.app.id !== app.id) {
           throw new ServiceError('AUTH_REQUIRED', 'the app access token is not valid for this app')
         }
-        c.set('caller', { user: verified.owner, appSessionId: null, via: 'app_token' })
+        c.set('caller', { user: verified.owner, appSessionId: null, via: 'app_token', customDomain: null })
         return next()
       }
       const claims = match ? await verifyAccessToken(match[1]!, app.id) : null
@@ -164,18 +190,18 @@ export function appEdge(deps: EdgeDeps) {
       if (state.status !== 'active' || state.user.id !== claims!.sub) {
         throw new ServiceError('AUTH_REQUIRED', 'the access token is not valid for this app')
       }
-      c.set('caller', { user: state.user, appSessionId: state.appSession.id, via: 'access_token' })
+      c.set('caller', { user: state.user, appSessionId: state.appSession.id, via: 'access_token', customDomain: state.appSession.customDomain })
       c.set('granted', state.granted)
       return next()
     }
     const cookie = readCookie(c, deps.cookies, 'appSession')
     const state = await resolveAppSession(deps.sessions, app.id, cookie)
     if (state.status === 'active') {
-      c.set('caller', { user: state.user, appSessionId: state.appSession.id, via: 'session' })
+      c.set('caller', { user: state.user, appSessionId: state.appSession.id, via: 'session', customDomain: state.appSession.customDomain })
       c.set('granted', state.granted)
     } else {
       if (cookie) clearCookie(c, deps.cookies, 'appSession')
-      c.set('caller', { user: null, appSessionId: null, via: 'anonymous' })
+      c.set('caller', { user: null, appSessionId: null, via: 'anonymous', customDomain: null })
     }
     return next()
   }
@@ -191,7 +217,7 @@ export function appEdge(deps: EdgeDeps) {
     if (app.visibility === 'public') return next()
     const user = c.var.caller.user
     if (!user) {
-      if (wantsPage(c)) return c.redirect(startSignIn(c, app, c.req.url.replace(/^[a-z]+:\/\/[^/]+/, origin(app))), 302)
+      if (wantsPage(c)) return c.redirect(startSignIn(c, app, c.req.url.replace(/^[a-z]+:\/\/[^/]+/, origin(c))), 302)
       throw new ServiceError('AUTH_REQUIRED', 'this app is private: sign in first')
     }
     if (!(await accessReason(deps.db, { app, user, granted: c.var.granted }))) {
@@ -211,7 +237,7 @@ export function appEdge(deps: EdgeDeps) {
 
   edge.post('/_service/api/session', async (c) => {
     const sent = c.req.header('origin')
-    if (sent && sent !== origin(c.var.app)) throw new ServiceError('FORBIDDEN', 'session tokens are issued to same-origin clients only')
+    if (sent && sent !== origin(c)) throw new ServiceError('FORBIDDEN', 'session tokens are issued to same-origin clients only')
     const { user, appSessionId } = c.var.caller
     if (!user || !appSessionId) throw new ServiceError('AUTH_REQUIRED', 'sign in to get a session token')
     const state = await appSessionById(deps.sessions, c.var.app.id, appSessionId)
@@ -228,14 +254,15 @@ export function appEdge(deps: EdgeDeps) {
   edge.all('/rest/v1', (c) => deps.dataApi.handle(c.var.app, c.var.caller, c.req.raw))
   // Anything else under /rest/ (e.g. a normalised /rest/v1/../x) is not the frontend's.
   edge.all('/rest/*', (c) => c.json({ code: 'PGRST125', message: `Invalid path specified in request URL: ${new URL(c.req.url).pathname}`, details: null, hint: null }, 404))
-  edge.all('/_service/functions/:name', (c) => deps.callFunction(c, { app: c.var.app, caller: c.var.caller, name: c.req.param('name') }))
+  edge.all('/_service/functions/:name', (c) =>
+    deps.callFunction(c, { app: c.var.app, caller: c.var.caller, name: c.req.param('name'), origin: origin(c) }))
   edge.all('/_service/*', (c) => {
     throw notImplemented(`The runtime endpoint ${new URL(c.req.url).pathname}`)
   })
   edge.all('*', async (c) => {
     const app = c.var.app
     // Function routes come after admission and the platform's own paths, before the frontend.
-    const routed = await deps.callRoute(c, { app, caller: c.var.caller })
+    const routed = await deps.callRoute(c, { app, caller: c.var.caller, origin: origin(c) })
     if (routed !== null) return routed
     if (!app.activeReleaseId) throw new ServiceError('APP_NOT_DEPLOYED', `${app.slug} has no release yet; deploy one first`)
     return deps.frontend.serve(app.activeReleaseId, c.req.raw)

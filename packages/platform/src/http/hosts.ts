@@ -1,6 +1,8 @@
 /**
  * Host routing. `{base_url}` is the control plane, `auth.<base domain>` the central sign-in,
- * `<slug>.<base domain>` one app. Anything else is an unknown host.
+ * `<slug>.<base domain>` one app. A well-formed DNS name outside the base domain, on the
+ * platform's port, may be a custom domain mapped to an app (the app edge looks it up);
+ * anything else is an unknown host.
  */
 import { isAppSlug } from '../lib/ids.ts'
 
@@ -8,6 +10,8 @@ export type HostTarget =
   | { kind: 'base' }
   | { kind: 'auth' }
   | { kind: 'app'; slug: string }
+  /** A name the app edge looks up among the mapped custom domains (apps/domains.ts). */
+  | { kind: 'custom'; domain: string }
   | { kind: 'unknown' }
 
 const DEFAULT_PORTS: Record<string, string> = { 'http:': '80', 'https:': '443' }
@@ -16,6 +20,8 @@ export interface HostUrls {
   base: string
   auth: string
   app(slug: string): string
+  /** The origin of a custom domain: the base URL's scheme and port, as `classifyHost` expects. */
+  custom(domain: string): string
 }
 
 /** The origins the platform answers on, derived from `{base_url}`. */
@@ -26,6 +32,7 @@ export function hostUrls(baseUrl: URL): HostUrls {
     base: origin(baseUrl.hostname),
     auth: origin(`auth.${baseUrl.hostname}`),
     app: (slug) => origin(`${slug}.${baseUrl.hostname}`),
+    custom: (domain) => origin(domain),
   }
 }
 
@@ -62,9 +69,27 @@ function classify(hostHeader: string, baseUrl: URL): HostTarget {
   const name = host.hostname.toLowerCase().replace(/\.$/, '')
   const base = baseUrl.hostname.toLowerCase()
   if (name === base || (base === 'localhost' && (name === '127.0.0.1' || name === '[::1]'))) return { kind: 'base' }
-  if (!name.endsWith(`.${base}`)) return { kind: 'unknown' }
+  if (!name.endsWith(`.${base}`)) return isDomainName(name) ? { kind: 'custom', domain: name } : { kind: 'unknown' }
   const label = name.slice(0, -base.length - 1)
   if (label === 'auth') return { kind: 'auth' }
   if (isAppSlug(label)) return { kind: 'app', slug: label }
   return { kind: 'unknown' }
+}
+
+const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/
+
+/**
+ * Whether `name` is a lowercase DNS host name a custom domain can be: at most 253
+ * characters, two labels or more of letters, digits and inner hyphens (1 to 63 each), and a
+ * last label that is not a number (URLs read such a name as an IPv4 address; IPv6 literals
+ * have no such labels). Internationalised names are written in their `xn--` form.
+ *
+ * @example
+ *   isDomainName('shop.example.com') // true
+ *   isDomainName('10.0.0.1')         // false
+ */
+export function isDomainName(name: string): boolean {
+  if (name.length > 253) return false
+  const labels = name.split('.')
+  return labels.length >= 2 && labels.every((label) => LABEL.test(label)) && !/^(\d+|0x[0-9a-f]*)$/.test(labels.at(-1)!)
 }

@@ -53,6 +53,8 @@ export function createHttpApp(deps: { baseUrl: URL; hosts: HostApps; logger: Log
       case 'auth':
         return hosts.auth.fetch(request, env)
       case 'app':
+      // A custom domain is an app origin if it is mapped; the edge answers HOST_NOT_FOUND if not.
+      case 'custom':
         return hosts.app.fetch(request, env)
       case 'unknown':
         return Response.json({ error: { code: 'HOST_NOT_FOUND', message: 'this platform does not serve that host' } }, { status: 404 })

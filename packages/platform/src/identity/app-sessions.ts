@@ -39,14 +39,20 @@ export interface AppSession {
   userId: string
   accessExpiresAt: Date
   expiresAt: Date
+  /** The custom domain the session was brokered on (its cookie lives there), else null. */
+  customDomain: string | null
 }
 
-/** Exchanges a code for an app session cookie; null when the code is unknown, used, expired or for another app. */
+/**
+ * Exchanges a code for an app session cookie; null when the code is unknown, used, expired or
+ * for another app. `customDomain`: the custom domain of the callback, if that is where the
+ * exchange happens (the session is marked as brokered there).
+ */
 export async function exchangeCode(
   db: Db,
   clock: Clock,
   key: Uint8Array,
-  input: { code: string; appId: string },
+  input: { code: string; appId: string; customDomain?: string | null },
 ): Promise<{ cookie: string; returnTo: string; appSession: AppSession } | null> {
   if (input.code.length > 100) return null
   return db.transaction(async (tx) => {
@@ -62,14 +68,15 @@ export async function exchangeCode(
     const accessExpiresAt = new Date(Math.min(now.getTime() + LIFETIMES.accessMs, expiresAt.getTime()))
     const refreshToken = await issueRefreshToken(tx, clock, code.session_id)
     const secret = browserSecret()
+    const customDomain = input.customDomain ?? null
     const [row] = await tx.query<{ id: string }>(
-      `insert into platform.app_sessions (session_id, app_id, user_id, secret_hash, refresh_token_enc, access_expires_at, created_at, expires_at)
-       values ($1, $2, $3, $4, $5, $6, $7, $8) returning id`,
-      [code.session_id, input.appId, central.user.id, secret.hash, encrypt(key, REFRESH_PURPOSE, refreshToken), accessExpiresAt, now, expiresAt])
+      `insert into platform.app_sessions (session_id, app_id, user_id, secret_hash, refresh_token_enc, access_expires_at, created_at, expires_at, custom_domain)
+       values ($1, $2, $3, $4, $5, $6, $7, $8, $9) returning id`,
+      [code.session_id, input.appId, central.user.id, secret.hash, encrypt(key, REFRESH_PURPOSE, refreshToken), accessExpiresAt, now, expiresAt, customDomain])
     return {
       cookie: secret.value,
       returnTo: code.return_to,
-      appSession: { id: row!.id, appId: input.appId, sessionId: code.session_id, userId: central.user.id, accessExpiresAt, expiresAt },
+      appSession: { id: row!.id, appId: input.appId, sessionId: code.session_id, userId: central.user.id, accessExpiresAt, expiresAt, customDomain },
     }
   })
 }
@@ -87,11 +94,12 @@ interface AppSessionRow extends Record<string, unknown> {
   access_expires_at: Date
   app_session_expires_at: Date
   refresh_token_enc: string
+  custom_domain: string | null
   granted: boolean
 }
 
 const APP_SESSION_USER = `a.id as app_session_id, a.app_id, a.session_id, a.access_expires_at, a.expires_at as app_session_expires_at,
-  a.refresh_token_enc, u.id, u.organisation_id, u.email, u.display_name, u.organisation_role, u.is_platform_admin,
+  a.refresh_token_enc, a.custom_domain, u.id, u.organisation_id, u.email, u.display_name, u.organisation_role, u.is_platform_admin,
   u.email_confirmed_at, u.confirmation_deadline, u.paused_at,
   exists (select 1 from platform.app_grants g where g.app_id = a.app_id and g.user_id = a.user_id) as granted`
 
@@ -105,6 +113,7 @@ function stateFromRow(row: AppSessionRow): AppSessionState {
       userId: row.id as string,
       accessExpiresAt: row.access_expires_at,
       expiresAt: row.app_session_expires_at,
+      customDomain: row.custom_domain,
     },
     user: userFromRow(row as unknown as Parameters<typeof userFromRow>[0]),
     granted: row.granted,

@@ -10,6 +10,7 @@ import type { Clock } from '../lib/clock.ts'
 import type { Logger } from '../lib/logger.ts'
 import { ServiceError } from '../lib/errors.ts'
 import { findAppBySlug } from '../apps/apps.ts'
+import { customReturnOrigin } from '../apps/domains.ts'
 import type { HostUrls } from '../http/hosts.ts'
 import { issueCode } from './app-sessions.ts'
 import { clearCookie, readCookie, writeCookie, type CookieOptions } from './cookies.ts'
@@ -335,8 +336,10 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
     const returnTo = c.req.query('return_to') ?? ''
     const app = isAppSlug(slug) ? await findAppBySlug(db, slug) : null
     if (!app) throw new ServiceError('NOT_FOUND', 'there is no such app to sign in to')
-    const origin = deps.urls.app(app.slug)
-    // Only the app's own origin is a return target: no open redirect.
+    // Only the app's own origin, or a custom domain mapped to this app, is a return target:
+    // no open redirect, and never another app's domain.
+    const custom = await customReturnOrigin(db, deps.urls, app, returnTo)
+    const origin = custom ?? deps.urls.app(app.slug)
     const target = sameOriginUrl(returnTo, origin)
     const state = c.req.query('state') ?? ''
     // The app origin's state binds the sign-in to the browser that started it. A request
@@ -348,7 +351,14 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
       return redirectTo(c, `/sign-in?continue=${encodeURIComponent(self)}`, 302)
     }
     const code = await issueCode(db, clock, { sessionId: active.session.id, appId: app.id, returnTo: target })
-    return c.redirect(`${origin}/_service/auth/callback?code=${encodeURIComponent(code)}&state=${state}`, 302)
+    const callback = `${origin}/_service/auth/callback?code=${encodeURIComponent(code)}&state=${state}`
+    if (custom === null) return c.redirect(callback, 302)
+    // A custom domain is not among the form-action sources of the sign-in pages, and browsers
+    // hold the redirects after a form post (password, claim) to form-action: this page ends
+    // the chain and the browser goes on by itself (Refresh), or with the link.
+    return page(c, 'Signing in', `<h1>Signing in</h1>
+      <p><a href="${escapeHtml(callback)}">Continue to ${escapeHtml(new URL(origin).host)}</a></p>`,
+    { headers: { refresh: `0;url=${callback}` } })
   })
 
   routes.get('/preferences', async (c) => {

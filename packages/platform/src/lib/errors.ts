@@ -66,6 +66,11 @@ export const ERROR_CODES = {
   JOB_LEASE_EXPIRED: 502,
   JOB_NOT_FOUND: 404,
   CRON_NOT_FOUND: 404,
+  // Custom domains (spec 5.5): mapping, and a Function's data authorization that ended.
+  DOMAIN_TAKEN: 409,
+  DOMAIN_LIMIT_REACHED: 409,
+  DOMAIN_NOT_FOUND: 404,
+  AUTH_EXPIRED: 401,
 } as const
 
 export type ErrorCode = keyof typeof ERROR_CODES
