@@ -31,7 +31,10 @@ export interface Config {
   readonly signInLimits: { readonly perAddress: number; readonly perClient: number }
   /** SERVICE_TRUST_PROXY: take the client address from the first X-Forwarded-For hop. */
   readonly trustProxy: boolean
-  /** DATABASE_STATEMENT_TIMEOUT_MS: no statement on PostgreSQL runs longer (PGlite has none). */
+  /**
+   * DATABASE_STATEMENT_TIMEOUT_MS: on PostgreSQL no statement runs longer (default 120 s); on
+   * PGlite no statement of app SQL does (default 5 s: there it holds every other request).
+   */
   readonly statementTimeoutMs: number
   /**
    * DATABASE_APP_CONNECTIONS: connections the data API's per-namespace login pools of this
@@ -136,7 +139,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       perClient: positive('SERVICE_SIGNIN_LIMIT_PER_CLIENT', env.SERVICE_SIGNIN_LIMIT_PER_CLIENT, 100),
     }),
     trustProxy: flag('SERVICE_TRUST_PROXY', env.SERVICE_TRUST_PROXY, false),
-    statementTimeoutMs: positive('DATABASE_STATEMENT_TIMEOUT_MS', env.DATABASE_STATEMENT_TIMEOUT_MS, 120_000),
+    statementTimeoutMs: positive('DATABASE_STATEMENT_TIMEOUT_MS', env.DATABASE_STATEMENT_TIMEOUT_MS, databaseUrl ? 120_000 : 5_000),
     appConnections: integer('DATABASE_APP_CONNECTIONS', env.DATABASE_APP_CONNECTIONS, 32),
     appPoolSize: positive('DATABASE_APP_POOL_SIZE', env.DATABASE_APP_POOL_SIZE, 4),
     // The defaults are the Functions pool's own (DEFAULT_MEMORY_BUDGET_MB, DEFAULT_MAX_HEAP_MB).

@@ -23,7 +23,7 @@ export interface TestDb {
   cleanup(): Promise<void>
 }
 
-async function pgliteFromTemplate(): Promise<TestDb> {
+async function pgliteFromTemplate(options: TestDbOptions): Promise<TestDb> {
   const key = sha256Hex(platformMigrations().map((m) => m.sql).join('\n')).slice(0, 16)
   const file = join(CACHE_DIR, `pglite-template-${key}.tar`)
   if (!existsSync(file)) {
@@ -36,17 +36,17 @@ async function pgliteFromTemplate(): Promise<TestDb> {
     writeFileSync(tmp, new Uint8Array(await dump.arrayBuffer()))
     renameSync(tmp, file)
   }
-  const db = await openPglite({ loadDataDir: new Blob([readFileSync(file)]) })
+  const db = await openPglite({ loadDataDir: new Blob([readFileSync(file)]), ...options })
   return { db, cleanup: () => db.close() }
 }
 
-async function postgresDatabase(adminUrl: string): Promise<TestDb> {
+async function postgresDatabase(adminUrl: string, options: TestDbOptions): Promise<TestDb> {
   const name = `svc_test_${randomHex(6)}`
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} })
   await admin.unsafe(`create database ${name}`)
   const url = new URL(adminUrl)
   url.pathname = `/${name}`
-  const db = openPostgres({ url: url.toString(), maxConnections: 4 })
+  const db = openPostgres({ url: url.toString(), maxConnections: 4, ...options })
   await migratePlatform(db)
   return {
     db,
@@ -67,10 +67,15 @@ async function postgresDatabase(adminUrl: string): Promise<TestDb> {
   }
 }
 
+export interface TestDbOptions {
+  /** PostgreSQL: every statement's statement_timeout; PGlite: app SQL's timeout. */
+  statementTimeoutMs?: number
+}
+
 /** A migrated database for one test file, on the backend the environment selects. */
-export function createTestDb(): Promise<TestDb> {
+export function createTestDb(options: TestDbOptions = {}): Promise<TestDb> {
   const url = process.env.DATABASE_URL
-  return url ? postgresDatabase(url) : pgliteFromTemplate()
+  return url ? postgresDatabase(url, options) : pgliteFromTemplate(options)
 }
 
 export const backend = process.env.DATABASE_URL ? 'postgres' : 'pglite'

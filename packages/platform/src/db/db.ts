@@ -5,12 +5,20 @@
  */
 export type Row = Record<string, unknown>
 
+export interface QueryOptions {
+  /**
+   * The statement runs an app's SQL (`runAsRole`). On PGlite it is cancelled (57014) after
+   * the app statement timeout; on PostgreSQL every statement has the server's statement_timeout.
+   */
+  appSql?: boolean
+}
+
 export interface Queryable {
   /**
    * One statement with bound parameters ($1, $2, ...). A string bound to a json or jsonb
    * parameter is JSON text (pass `JSON.stringify(value)`), on both backends.
    */
-  query<T extends Row = Row>(text: string, params?: readonly unknown[]): Promise<T[]>
+  query<T extends Row = Row>(text: string, params?: readonly unknown[], options?: QueryOptions): Promise<T[]>
   /** A script of several statements without parameters (migrations). */
   exec(script: string): Promise<void>
 }

@@ -7,5 +7,5 @@ import { openPostgres } from './postgres.ts'
 
 export async function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'statementTimeoutMs'>): Promise<Db> {
   if (config.databaseUrl) return openPostgres({ url: config.databaseUrl, statementTimeoutMs: config.statementTimeoutMs })
-  return openPglite({ dataDir: join(config.dataDir, 'pgdata') })
+  return openPglite({ dataDir: join(config.dataDir, 'pgdata'), statementTimeoutMs: config.statementTimeoutMs })
 }

@@ -209,6 +209,6 @@ export async function runAsRole(
     options.claims ? JSON.stringify(options.claims) : null,
     statement,
     options.params === undefined ? null : JSON.stringify(options.params),
-  ])
+  ], { appSql: true })
   return rows[0]?.result ?? null
 }
