@@ -34,7 +34,7 @@ import type { SchemaCache } from '../data-api/index.ts'
 import type { FunctionDeclaration } from '../manifest/index.ts'
 import type { Clock } from '../lib/clock.ts'
 import { notImplemented, ServiceError } from '../lib/errors.ts'
-import type { Logger } from '../lib/logger.ts'
+import { withFields, type Logger } from '../lib/logger.ts'
 import { materialiseRelease } from './bundle-files.ts'
 import { checkDataAuthorization, runDataCall, type DataIdentity } from './context-data.ts'
 import { isLogLevel, LOG_BATCH_LINES, writeFunctionLogs } from './context-log.ts'
@@ -291,7 +291,9 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
           ...(deps.maxHeapMb === undefined ? {} : { maxHeapMb: deps.maxHeapMb }),
           ...(deps.memoryBudgetMb === undefined ? {} : { memoryBudgetMb: deps.memoryBudgetMb }),
           denoDir: join(deps.bundlesDir, '.deno'),
-          logger: redactingLogger(deps.logger, (fields) => secrets.handedOut({ appId: meta.appId, devName: meta.devName }).value(fields)),
+          // Every pool line names its app, namespace and release.
+          logger: redactingLogger(withFields(deps.logger, { appId: meta.appId, devName: meta.devName || null, releaseId: meta.releaseId }),
+            (fields) => secrets.handedOut({ appId: meta.appId, devName: meta.devName }).value(fields)),
           onContextCall: answer,
         }))
       const created: PoolEntry = {

@@ -368,7 +368,7 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
     }
     workers.push(record)
     memoryWatch.wake()
-    logger.debug('functions worker started', { worker: serial, pid: child.pid, bundleDir })
+    logger.info('functions worker started', { worker: serial, pid: child.pid, bundleDir })
     return record
   }
 

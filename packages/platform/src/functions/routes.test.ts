@@ -74,7 +74,7 @@ const FILES = {
     export default defineFunction({
       input: object({}),
       async handler({ data, user, environment, requestId, http, job }) {
-        return { user, environment, requestId: typeof requestId, http, job, me: await data.table('whoami').getById(1) }
+        return { user, environment, requestId, http, job, me: await data.table('whoami').getById(1) }
       },
     })`,
   'functions/add-note.ts': `
@@ -228,8 +228,20 @@ describe(`Functions over HTTP (${backend})`, () => {
   after(() => h.close())
 
   test('a public Function answers anonymous callers with ctx.user null and the anon identity', async () => {
-    const value = await anonSdk.functions.call('whoami', {})
-    assert.deepEqual(value, { user: null, environment: 'production', requestId: 'string', http: null, job: null, me: { id: 1, uid: null, system: false } })
+    const { requestId, ...value } = await anonSdk.functions.call('whoami', {})
+    assert.equal(typeof requestId, 'string')
+    assert.deepEqual(value, { user: null, environment: 'production', http: null, job: null, me: { id: 1, uid: null, system: false } })
+  })
+
+  test('ctx.requestId is the request\'s own id: a well-formed x-request-id is kept, and answered back', async () => {
+    const res = await h.request('/_service/functions/whoami', { host: 'notes', json: {}, headers: { 'x-request-id': 'req-42.trace', 'x-service-sdk': '1' } })
+    assert.equal(res.status, 200)
+    assert.equal(res.headers.get('x-request-id'), 'req-42.trace')
+    assert.equal(((await res.json()) as { requestId: string }).requestId, 'req-42.trace')
+    const minted = await h.request('/_service/functions/whoami', { host: 'notes', json: {}, headers: { 'x-request-id': 'bad id <script>', 'x-service-sdk': '1' } })
+    const id = minted.headers.get('x-request-id')!
+    assert.notEqual(id, 'bad id <script>')
+    assert.equal(((await minted.json()) as { requestId: string }).requestId, id)
   })
 
   test('a public Function sees a signed-in caller through the SDK cookie session', async () => {

@@ -23,6 +23,7 @@ import { failureResponse } from './failures.ts'
 import type { FunctionHost, InvocationUser, ResolvedFunction } from './host.ts'
 import type { ByteResult, InvokeResult } from './pool.ts'
 import type { WireHttpRoute } from './protocol.ts'
+import { requestIdOf } from '../http/request-id.ts'
 
 export const MAX_INPUT_BYTES = 1024 * 1024
 
@@ -141,8 +142,12 @@ async function invoke(
   c: Context,
   call: { fn: ResolvedFunction; input: unknown; caller: FunctionCaller; http: WireHttpRoute | null },
 ): Promise<Response> {
+  // The request's own id (logged on its request line, sent back as x-request-id) is the
+  // Function's ctx.requestId and tags its log lines, so one id follows the call everywhere.
+  const requestId = requestIdOf(c.req.raw)
   const result: InvokeResult = await deps.host.run(call.fn, {
     input: call.input, user: call.caller.user, http: call.http, bytes: true,
+    ...(requestId ? { requestId } : {}),
     ...(call.caller.customDomain ? { dataAuthorizationMs: CUSTOM_DOMAIN_DATA_MS } : {}),
   })
   if (result.ok) {

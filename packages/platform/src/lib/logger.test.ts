@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { createLogger } from './logger.ts'
+import { createLogger, withFields } from './logger.ts'
 
 describe('createLogger', () => {
   const capture = (level: 'debug' | 'info' | 'warn' | 'error') => {
@@ -29,5 +29,20 @@ describe('createLogger', () => {
     logger.info('deploy failed', { message: 'from a field', level: 'debug', time: 'then', app: 'notes' })
     assert.deepEqual([lines[0]!.message, lines[0]!.level, lines[0]!.app], ['deploy failed', 'info', 'notes'])
     assert.notEqual(lines[0]!.time, 'then')
+  })
+})
+
+describe('withFields', () => {
+  test('adds its fields to every line; the caller\'s fields win on a clash', () => {
+    const lines: string[] = []
+    const logger = withFields(createLogger({ level: 'debug', write: (line) => lines.push(line) }), { appId: 'a1', releaseId: 'r1' })
+    logger.info('one', { releaseId: 'r2', extra: 1 })
+    logger.debug('two')
+    const [one, two] = lines.map((line) => JSON.parse(line) as Record<string, unknown>)
+    assert.equal(one!.appId, 'a1')
+    assert.equal(one!.releaseId, 'r2')
+    assert.equal(one!.extra, 1)
+    assert.equal(two!.releaseId, 'r1')
+    assert.equal(two!.level, 'debug')
   })
 })

@@ -28,6 +28,17 @@ export function createLogger(options: {
   return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') }
 }
 
+/**
+ * A logger that adds `fields` to every line (the caller's own fields win on a clash).
+ *
+ * @example
+ *   const poolLogger = withFields(logger, { appId, releaseId })
+ */
+export function withFields(logger: Logger, fields: Record<string, unknown>): Logger {
+  const add = (level: LogLevel) => (message: string, more?: Record<string, unknown>) => logger[level](message, { ...fields, ...more })
+  return { debug: add('debug'), info: add('info'), warn: add('warn'), error: add('error') }
+}
+
 /** A logger that drops everything (tests that do not inspect logs). */
 export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} }
 
