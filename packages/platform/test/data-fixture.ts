@@ -39,10 +39,19 @@ export interface SignedIn {
   userId: string
 }
 
-/** Signs `email` into the app in a fresh browser and trades the cookie for a bearer JWT. */
-export async function signIn(h: Harness, slug: string, email: string): Promise<SignedIn> {
+/** Signs `email` into the app in a fresh browser (an app session cookie, no token). */
+export async function signInBrowser(h: Harness, slug: string, email: string): Promise<CookieClient> {
   const browser = new CookieClient(h)
   await signInTo(browser, slug, email)
+  return browser
+}
+
+/**
+ * Signs `email` into the app in a fresh browser and trades the cookie for a bearer JWT (a
+ * private app issues one only to a caller it admits).
+ */
+export async function signIn(h: Harness, slug: string, email: string): Promise<SignedIn> {
+  const browser = await signInBrowser(h, slug, email)
   const res = await browser.fetch(`${appUrl(slug)}/_service/api/session`, { method: 'POST', headers: { accept: 'application/json' } })
   assert.equal(res.status, 200, await res.clone().text())
   const body = (await res.json()) as { accessToken: string; user: { id: string } }

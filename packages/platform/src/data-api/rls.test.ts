@@ -10,7 +10,7 @@ import type { PostgrestClient } from '@supabase/postgrest-js'
 import { backend } from '../../test/test-db.ts'
 import { startHarness, type Harness } from '../../test/harness.ts'
 import {
-  appUrl, bearer, deployDataApp, expectJson, rest, restClient, revealAppToken, signIn, type SignedIn,
+  appUrl, bearer, deployDataApp, expectJson, rest, restClient, revealAppToken, signIn, signInBrowser, type SignedIn,
 } from '../../test/data-fixture.ts'
 
 type Row = Record<string, any>
@@ -266,18 +266,20 @@ describe(`data API identity and row-level security (${backend})`, () => {
       assert.deepEqual(await stored('vault', 'guestbook'), [])
     })
 
-    test('refuses a signed-in person without a grant with 403 ACCESS_DENIED', async () => {
-      const eve = await signIn(h, 'vault', 'eve@example.test')
-      const res = await rest(h, 'vault', '/todos', { token: eve.accessToken })
-      assert.equal((await expectJson(res, 403)).error.code, 'ACCESS_DENIED')
-      const byCookie = await eve.browser.fetch(`${appUrl('vault')}/rest/v1/todos`, { headers: { accept: 'application/json' } })
+    test('refuses a signed-in person without a grant with 403 ACCESS_DENIED, and issues them no session token', async () => {
+      const eve = await signInBrowser(h, 'vault', 'eve@example.test')
+      const token = await eve.fetch(`${appUrl('vault')}/_service/api/session`, { method: 'POST', headers: { accept: 'application/json' } })
+      assert.equal((await expectJson(token, 403)).error.code, 'ACCESS_DENIED')
+      const byCookie = await eve.fetch(`${appUrl('vault')}/rest/v1/todos`, { headers: { accept: 'application/json' } })
       assert.equal((await expectJson(byCookie, 403)).error.code, 'ACCESS_DENIED')
     })
 
     test('serves a granted person and the owner', async () => {
-      const guest = await signIn(h, 'vault', 'guest@example.test')
+      const guestBrowser = await signInBrowser(h, 'vault', 'guest@example.test')
       const grant = await h.request('/v1/apps/vault/grants', { token: owner.token, json: { email: 'guest@example.test' } })
       assert.equal(grant.status, 201)
+      const guest = await signIn(h, 'vault', 'guest@example.test')
+      assert.equal((await guestBrowser.fetch(`${appUrl('vault')}/rest/v1/todos`, { headers: { accept: 'application/json' } })).status, 200)
       const inserted = await rest(h, 'vault', '/todos?select=title,owner_id', {
         token: guest.accessToken, json: { title: 'granted' }, headers: { prefer: 'return=representation' },
       })
@@ -288,8 +290,9 @@ describe(`data API identity and row-level security (${backend})`, () => {
     })
 
     test('refuses a granted person on the next request once the grant is revoked, by bearer token and by cookie', async () => {
-      const ada = await signIn(h, 'vault', 'ada@example.test')
+      await signInBrowser(h, 'vault', 'ada@example.test')
       assert.equal((await h.request('/v1/apps/vault/grants', { token: owner.token, json: { email: 'ada@example.test' } })).status, 201)
+      const ada = await signIn(h, 'vault', 'ada@example.test')
       assert.equal((await rest(h, 'vault', '/todos', { token: ada.accessToken })).status, 200)
       assert.equal((await h.request(`/v1/apps/vault/grants/${ada.userId}`, { token: owner.token, method: 'DELETE' })).status, 204)
       assert.equal((await expectJson(await rest(h, 'vault', '/todos', { token: ada.accessToken }), 403)).error.code, 'ACCESS_DENIED')
