@@ -22,7 +22,7 @@ import { readBannerFacts, startupBanner } from './startup-banner.ts'
 
 const config = loadConfig()
 const logger = createLogger({ level: config.logLevel })
-const db = await openDatabase(config)
+const db = await openDatabase(config, { logger })
 await migratePlatform(db, { logger })
 // Namespaces made by an older platform get this version's wrappers (security fixes included).
 await refreshNamespaceWrappers(db)

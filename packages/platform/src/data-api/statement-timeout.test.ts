@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import type { Db } from '../db/db.ts'
+import type { PgliteDb } from '../db/pglite.ts'
 import { eventually } from '../../test/eventually.ts'
 import { ownerApi, startHarness, type Harness } from '../../test/harness.ts'
 import { backend, createTestDb, type TestDb } from '../../test/test-db.ts'
@@ -19,6 +20,16 @@ const SLEEPY_SQL = `
 create function nap() returns int language sql stable as $$ select pg_catalog.pg_sleep(60); select 1 $$;
 create function spin() returns int language plpgsql stable as $$ begin loop end loop; end $$;
 create function ping() returns int language sql stable as $$ select 1 $$;
+create function stubborn() returns int language plpgsql stable as $$
+begin
+  loop
+    begin
+      perform pg_catalog.pg_sleep(0.01);
+    exception when query_canceled then
+      null;
+    end;
+  end loop;
+end $$;
 `
 
 describe(`a slow statement of one app holds no one past the statement timeout (${backend})`, () => {
@@ -78,6 +89,17 @@ describe(`a slow statement of one app holds no one past the statement timeout ($
       assert.equal(await page.text(), '<h1>bystander</h1>')
     })
   }
+
+  test('an RPC that catches its cancel is ended too, and the platform serves everyone after', {
+    skip: backend === 'pglite' ? false : 'on PostgreSQL the login pools\' watchdog ends such a session (namespace-sql.test.ts)',
+  }, async () => {
+    const res = await rest(h, 'sleepy', '/rpc/stubborn', { json: {} })
+    assert.equal((await expectJson(res, 500)).code, '57014')
+    assert.equal((t.db as PgliteDb).reopens(), 1, 'the embedded database was opened again')
+    assert.equal((await ownerApi(h, owner.token, 'GET', '/v1/apps/bystander')).status, 200)
+    assert.equal(await (await h.request('/', { host: 'bystander' })).text(), '<h1>bystander</h1>')
+    assert.equal(await expectJson(await rest(h, 'sleepy', '/rpc/ping', { json: {} }), 200), 1)
+  })
 
   test('the app whose statement was cancelled is served again at once', async () => {
     assert.equal((await expectJson(await rest(h, 'sleepy', '/rpc/nap', { json: {} }), 500)).code, '57014')

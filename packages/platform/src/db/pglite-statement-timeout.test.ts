@@ -10,7 +10,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { PGlite } from '@electric-sql/pglite'
+import { capturedLog } from '../../test/captured-log.ts'
 import { eventually } from '../../test/eventually.ts'
+import type { Logger } from '../lib/logger.ts'
 import { openPglite, type PgliteDb } from './pglite.ts'
 import { statementTimeout } from './pglite-statement-timeout.ts'
 
@@ -34,7 +36,7 @@ begin
 end $$;
 `
 
-async function withPglite(options: { dataDir?: string }, fn: (db: PgliteDb) => Promise<void>): Promise<void> {
+async function withPglite(options: { dataDir?: string; logger?: Logger }, fn: (db: PgliteDb) => Promise<void>): Promise<void> {
   const db = await openPglite({ ...options, statementTimeoutMs: 200, cancelGraceMs: 300 })
   try {
     await fn(db)
@@ -90,13 +92,15 @@ describe('the statement timeout of app SQL on PGlite', () => {
     }
   })
 
-  test('a statement that catches its cancel has its backend ended; the database opens again with its data and listeners hear again', async () => {
-    await withPglite({}, async (db) => {
+  test('a statement that catches its cancel has its backend ended; the database opens again with its data, listeners hear again, and the operator is told', async () => {
+    const log = capturedLog('warn')
+    await withPglite({ logger: log.logger }, async (db) => {
       await db.exec(SETUP)
       const heard: string[] = []
       await db.listen('news', (payload) => heard.push(payload), { onListen: () => heard.push('(listening again)') })
       await assert.rejects(db.query('select stubborn()', [], app), TIMEOUT)
       assert.equal(db.reopens(), 1)
+      assert.equal(log.withMessage('an app statement caught its cancel past the statement timeout: the embedded database backend was ended and opened again').length, 1)
       assert.deepEqual(await db.query('select n from kept'), [{ n: 1 }])
       await db.notify('news', 'after')
       await eventually(async () => heard.includes('after'), 'a notice after the new backend reaches the listener')

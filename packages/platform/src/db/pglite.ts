@@ -13,6 +13,7 @@
 import { mkdirSync } from 'node:fs'
 import { PGlite, types } from '@electric-sql/pglite'
 import { vector } from '@electric-sql/pglite-pgvector'
+import type { Logger } from '../lib/logger.ts'
 import type { Db, QueryOptions, Queryable, Row } from './db.ts'
 import { StatementTimeoutError, statementTimeout, type StatementTimer } from './pglite-statement-timeout.ts'
 
@@ -31,6 +32,8 @@ export interface PgliteOptions {
   statementTimeoutMs?: number
   /** A cancelled statement still running this long later (it caught the cancel) has its backend ended. Default 1 s. */
   cancelGraceMs?: number
+  /** Told when a backend was ended and the database opened again. */
+  logger?: Logger
 }
 
 export interface PgliteDb extends Db {
@@ -81,14 +84,25 @@ export async function openPglite(options: PgliteOptions = {}): Promise<PgliteDb>
   let closed = false
   let turns: Promise<unknown> = Promise.resolve()
   const listeners = new Set<Listener>()
+  /** In memory, the data lives in the ended instance's file system: carried over as a dump. */
+  let carried: Blob | undefined
 
   async function reopen(): Promise<void> {
-    const old = session
-    // In memory, the data lives in the ended instance's file system: carried over as a dump.
-    const state = options.dataDir ? undefined : await old.pg.dumpDataDir('none')
-    await Promise.race([old.pg.close(), new Promise((resolve) => setTimeout(resolve, CLOSE_ENDED_MS).unref())]).catch(() => {})
-    await old.timer.close()
-    session = await start(state)
+    const started = Date.now()
+    try {
+      if (!options.dataDir && !carried) carried = await session.pg.dumpDataDir('none')
+      if (!session.pg.closed) {
+        await Promise.race([session.pg.close(), new Promise((resolve) => setTimeout(resolve, CLOSE_ENDED_MS).unref())]).catch(() => {})
+      }
+      await session.timer.close()
+      session = await start(carried)
+    } catch (error) {
+      options.logger?.error('the embedded database could not be opened again after an ended backend; the next request tries again', {
+        error: error instanceof Error ? error.message : String(error),
+      })
+      throw error
+    }
+    carried = undefined
     ended = false
     reopened++
     // Notices sent meanwhile are lost: onListen tells each subscriber so.
@@ -96,6 +110,9 @@ export async function openPglite(options: PgliteOptions = {}): Promise<PgliteDb>
       listener.unlisten = await session.pg.listen(listener.channel, listener.onPayload)
       listener.onListen?.()
     }
+    options.logger?.warn('an app statement caught its cancel past the statement timeout: the embedded database backend was ended and opened again', {
+      reopens: reopened, ms: Date.now() - started,
+    })
   }
 
   /** Runs `work` when it is its turn on the session. */
