@@ -103,10 +103,16 @@ function shareLibrariesOnPreload(fs: EmscriptenFs): void {
 
 // The watchdog, in its own thread (plain JavaScript: it must not need a loader). Control word:
 // a generation number times 8 plus a phase; every change is a compare-and-swap, so the watchdog
-// never fires for a statement the main thread has already disarmed.
+// never fires for a statement the main thread has already disarmed. Arming wakes nobody (a
+// wake-up per statement cost about 40 µs): the watchdog looks every POLL_MS, and once it sees
+// a statement armed it sleeps until that statement's deadline, counted from when it was armed.
+const POLL_MS = 50
 const WATCHDOG = `
 const { workerData } = require('node:worker_threads')
-const control = new Int32Array(workerData.control)
+const control = new Int32Array(workerData.control, 0, 2)
+const armedAt = new Float64Array(workerData.control, 8, 1)
+const POLL_MS = ${POLL_MS}
+const now = () => performance.timeOrigin + performance.now()
 const heap = new Int32Array(workerData.memory)
 const { interruptPending, queryCancelPending, procDiePending, myLatch, graceMs } = workerData
 const PHASE = 7, ARMED = 1, FIRING = 2, CANCELLED = 3, DYING = 4, DIED = 5, CLOSED = 6
@@ -116,15 +122,14 @@ function raise(flag) {
   const latch = Atomics.load(heap, myLatch >> 2)
   if (latch > 0 && latch % 4 === 0 && latch < heap.byteLength) Atomics.store(heap, latch >> 2, 1)
 }
-let timed = -1, deadline = 0
 for (;;) {
   const word = Atomics.load(control, 0)
   const phase = word & PHASE
   if (phase === CLOSED) break
-  if (phase !== ARMED) { Atomics.wait(control, 0, word); continue }
-  if (word !== timed) { timed = word; deadline = performance.now() + Atomics.load(control, 1) }
-  const left = deadline - performance.now()
-  if (left > 0) { Atomics.wait(control, 0, word, left); continue }
+  if (phase !== ARMED) { Atomics.wait(control, 0, word, POLL_MS); continue }
+  // Written before the word: a stale pair only fails the compare-and-swap below.
+  const left = armedAt[0] + Atomics.load(control, 1) - now()
+  if (left > 0) { Atomics.wait(control, 0, word, Math.min(left, POLL_MS)); continue }
   const base = word & ~PHASE
   if (Atomics.compareExchange(control, 0, word, base | FIRING) !== word) continue
   raise(queryCancelPending)
@@ -192,10 +197,12 @@ export function statementTimeout(options: { graceMs: number }): StatementTimeout
     }
     const [interruptPending, queryCancelPending, procDiePending, myLatch] = addresses as [number, number, number, number]
     const heap = new Int32Array(memory.buffer)
-    const control = new Int32Array(new SharedArrayBuffer(8))
+    const shared = new SharedArrayBuffer(16)
+    const control = new Int32Array(shared, 0, 2)
+    const armedAt = new Float64Array(shared, 8, 1)
     const worker = new Worker(WATCHDOG, {
       eval: true,
-      workerData: { control: control.buffer, memory: memory.buffer, interruptPending, queryCancelPending, procDiePending, myLatch, graceMs: options.graceMs },
+      workerData: { control: shared, memory: memory.buffer, interruptPending, queryCancelPending, procDiePending, myLatch, graceMs: options.graceMs },
     })
     worker.unref()
     let generation = 0
@@ -206,37 +213,30 @@ export function statementTimeout(options: { graceMs: number }): StatementTimeout
       Atomics.store(heap, procDiePending >> 2, 0)
       Atomics.store(heap, interruptPending >> 2, 0)
     }
-    const settle = (word: number) => {
-      Atomics.store(control, 0, word)
-      Atomics.notify(control, 0)
-    }
 
     return {
       arm(timeoutMs) {
         generation = (generation + 1) & 0x0fffffff
         armed = (generation << 3) | ARMED
+        armedAt[0] = performance.timeOrigin + performance.now()
         Atomics.store(control, 1, Math.max(1, Math.round(timeoutMs)))
-        settle(armed)
+        Atomics.store(control, 0, armed)
       },
       disarm() {
         const idle = armed & ~PHASE
         for (;;) {
           const word = Atomics.compareExchange(control, 0, armed, idle)
-          if (word === armed) {
-            Atomics.notify(control, 0)
-            return 'finished'
-          }
+          if (word === armed) return 'finished'
           const phase = word & PHASE
           // The statement may have returned before Postgres saw the flags: they must not
           // cancel the next statement, which may be the platform's own.
           if (phase === CANCELLED && Atomics.compareExchange(control, 0, word, idle) === word) {
             clearFlags()
-            Atomics.notify(control, 0)
             return 'cancelled'
           }
           if (phase === DIED) {
             clearFlags()
-            settle(idle)
+            Atomics.store(control, 0, idle)
             return 'ended'
           }
           // Not armed (disarmed twice, or closed): nothing to undo.
@@ -245,7 +245,8 @@ export function statementTimeout(options: { graceMs: number }): StatementTimeout
         }
       },
       async close() {
-        settle(CLOSED)
+        Atomics.store(control, 0, CLOSED)
+        Atomics.notify(control, 0)
         await worker.terminate()
       },
     }
