@@ -22,9 +22,13 @@ create function spin() returns int language plpgsql stable as $$ begin loop end 
 create function ping() returns int language sql stable as $$ select 1 $$;
 create function stubborn() returns int language plpgsql stable as $$
 begin
+  -- The sleeping loop runs inside the handler, so the cancel always lands where it is caught
+  -- (a loop that left the block between sleeps could take it outside, and simply fail).
   loop
     begin
-      perform pg_catalog.pg_sleep(0.01);
+      loop
+        perform pg_catalog.pg_sleep(0.01);
+      end loop;
     exception when query_canceled then
       null;
     end;

@@ -26,9 +26,13 @@ create function spin() returns void language plpgsql as $$ begin loop end loop; 
 -- Catches every cancel where it lands: only an end nothing can catch stops it.
 create function stubborn() returns void language plpgsql as $$
 begin
+  -- The sleeping loop runs inside the handler, so the cancel always lands where it is caught
+  -- (a loop that left the block between sleeps could take it outside, and simply fail).
   loop
     begin
-      perform pg_catalog.pg_sleep(0.01);
+      loop
+        perform pg_catalog.pg_sleep(0.01);
+      end loop;
     exception when query_canceled then
       null;
     end;
