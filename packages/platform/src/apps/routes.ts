@@ -1,7 +1,7 @@
 /** Owner API for apps: create, list, read. */
 import { Hono } from 'hono'
 import type { Db } from '../db/db.ts'
-import type { OwnerEnv } from '../http/owner-auth.ts'
+import type { OwnerEnv } from '../identity/index.ts'
 import { readObject } from '../http/json.ts'
 import type { HostUrls } from '../http/hosts.ts'
 import { appView, checkVisibility, createApp, getOwnedApp, listAppsOwnedBy } from './apps.ts'

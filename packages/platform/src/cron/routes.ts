@@ -7,7 +7,7 @@ import { Hono } from 'hono'
 import type { Db } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
 import { getOwnedApp } from '../apps/apps.ts'
-import type { OwnerEnv } from '../http/owner-auth.ts'
+import type { OwnerEnv } from '../identity/index.ts'
 import { listAppCrons, triggerCronRun } from './app-crons.ts'
 
 export function cronRoutes(deps: { db: Db; clock: Clock }) {

@@ -8,7 +8,7 @@ import { Hono, type Context } from 'hono'
 import type { Db } from '../db/db.ts'
 import { ServiceError } from '../lib/errors.ts'
 import { getOwnedApp } from '../apps/apps.ts'
-import type { OwnerEnv } from '../http/owner-auth.ts'
+import type { OwnerEnv } from '../identity/index.ts'
 import { checkDevName } from '../deploy/dev-names.ts'
 import { listFunctionLogs, LOG_LEVELS, MAX_LOG_PAGE, type LogLevel, type LogQuery } from './context-log.ts'
 

@@ -1,0 +1,108 @@
+/**
+ * HTTP API of app access tokens on `{base_url}`:
+ * - the owner API (mounted under `/v1/apps` behind requireOwner): list, create and revoke an
+ *   app's tokens. Creation answers with a one-time reveal link, never the value;
+ * - the agent's request API (no credentials): file a request for a token of an app and
+ *   poll it. The owner approves in the browser (pages.ts); the poll answers only
+ *   the new token's id, never its value.
+ */
+import { limitPerClient } from '../../http/client-address.ts'
+import { Hono } from 'hono'
+import type { Db } from '../../db/db.ts'
+import type { Clock } from '../../lib/clock.ts'
+import { ServiceError } from '../../lib/errors.ts'
+import { findAppBySlug, getOwnedApp } from '../../apps/apps.ts'
+import type { HostUrls } from '../../http/hosts.ts'
+import type { OwnerEnv } from '../accounts/owner-auth.ts'
+import { readObject } from '../../http/json.ts'
+import {
+  appTokenView, checkTokenName, createAppToken, createReveal, createTokenRequest, listAppTokens, pollTokenRequest,
+  requireConfirmed, revokeAppToken, tokenRequestStatus,
+} from './app-tokens.ts'
+
+export interface AppTokenRouteDeps {
+  db: Db
+  clock: Clock
+  urls: HostUrls
+  /** Seals token values for their reveal link (derived from the master key). */
+  revealKey: Uint8Array
+}
+
+/** The one-time link that shows a new token's value to the app's owner. */
+export function revealUrl(urls: HostUrls, reveal: { id: string; k: string }): string {
+  return `${urls.auth}/app-tokens/reveal?id=${encodeURIComponent(reveal.id)}&k=${encodeURIComponent(reveal.k)}`
+}
+
+/** Owner API: `GET|POST /:appId/access-tokens`, `DELETE /:appId/access-tokens/:tokenId`. */
+export function appTokenRoutes(deps: AppTokenRouteDeps) {
+  const { db, clock } = deps
+  const routes = new Hono<OwnerEnv>()
+
+  routes.get('/:appId/access-tokens', async (c) => {
+    const app = await getOwnedApp(db, c.var.user, c.req.param('appId'))
+    requireConfirmed(c.var.user)
+    const tokens = await listAppTokens(db, app.id)
+    return c.json({ tokens: tokens.map(appTokenView) }, 200, { 'cache-control': 'no-store' })
+  })
+
+  routes.post('/:appId/access-tokens', async (c) => {
+    const app = await getOwnedApp(db, c.var.user, c.req.param('appId'))
+    requireConfirmed(c.var.user)
+    const name = checkTokenName((await readObject(c, 4096)).name, 'access token')
+    const { token, reveal } = await db.transaction(async (tx) => {
+      const created = await createAppToken(tx, clock, { appId: app.id, name, createdBy: c.var.user.id })
+      const reveal = await createReveal(tx, clock, { key: deps.revealKey, tokenId: created.token.id, secret: created.secret })
+      return { token: created.token, reveal }
+    })
+    return c.json({
+      token: { id: token.id, name: token.name, createdAt: token.createdAt.toISOString() },
+      revealUrl: revealUrl(deps.urls, reveal),
+      revealExpiresAt: reveal.expiresAt.toISOString(),
+    }, 201, { 'cache-control': 'no-store' })
+  })
+
+  routes.delete('/:appId/access-tokens/:tokenId', async (c) => {
+    const app = await getOwnedApp(db, c.var.user, c.req.param('appId'))
+    requireConfirmed(c.var.user)
+    const revoked = await revokeAppToken(db, clock, { appId: app.id, tokenId: c.req.param('tokenId') })
+    if (!revoked) throw new ServiceError('NOT_FOUND', 'no such active access token for this app')
+    return c.body(null, 204)
+  })
+
+  return routes
+}
+
+/** Agent API (no credentials): `POST /` files a request, `POST /:id/poll` reads its state. */
+export function appTokenRequestRoutes(deps: Omit<AppTokenRouteDeps, 'revealKey'> & { trustProxy?: boolean }) {
+  const { db, clock } = deps
+  const routes = new Hono()
+  // Unauthenticated: bounded per client address so nobody can flood it.
+  routes.post('/', limitPerClient({ db: deps.db, clock: deps.clock, trustProxy: deps.trustProxy ?? false }, { name: 'app-token-request-client', limit: 30, windowSeconds: 15 * 60 }))
+
+  routes.post('/', async (c) => {
+    const body = await readObject(c, 4096)
+    const slug = typeof body.app === 'string' ? body.app.trim().toLowerCase() : ''
+    const app = slug ? await findAppBySlug(db, slug) : null
+    if (!app || app.status === 'archived') throw new ServiceError('APP_NOT_FOUND', `no app "${slug}" is deployed here`)
+    const name = checkTokenName(body.name, 'requested token')
+    const request = await createTokenRequest(db, clock, { appId: app.id, name })
+    return c.json({
+      id: request.id,
+      approveUrl: `${deps.urls.auth}/app-tokens/requests/${request.id}`,
+      pollToken: request.pollToken,
+      expiresAt: request.expiresAt.toISOString(),
+    }, 201, { 'cache-control': 'no-store' })
+  })
+
+  routes.post('/:id/poll', async (c) => {
+    const body = await readObject(c, 4096)
+    const request = await pollTokenRequest(db, {
+      id: c.req.param('id'), pollToken: typeof body.pollToken === 'string' ? body.pollToken : '',
+    })
+    if (!request) throw new ServiceError('NOT_FOUND', 'no such token request (or the poll token does not match)')
+    const status = tokenRequestStatus(request, clock.now())
+    return c.json(status === 'approved' ? { status, tokenId: request.tokenId } : { status }, 200, { 'cache-control': 'no-store' })
+  })
+
+  return routes
+}

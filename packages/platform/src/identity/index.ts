@@ -1,0 +1,31 @@
+/**
+ * Identity: the public surface other features and the composition root use. Inside, one
+ * folder per flow: `sign-in/` (email link, password, confirmation), `sessions/` (browser and
+ * app sessions, access tokens, refresh), `app-tokens/`, `companies/` (companies, onboarding,
+ * organisation), `cli-login/`, `access/` (grants), `accounts/` (users, owner tokens, the
+ * operator), and `pages/` (what every page flow on `{auth_url}` shares).
+ */
+export { accessReason } from './access/grants.ts'
+export { grantRoutes } from './access/routes.ts'
+export { ensureOperatorKey } from './accounts/operator-key.ts'
+export { requireOwner } from './accounts/owner-auth.ts'
+export type { OwnerEnv } from './accounts/owner-auth.ts'
+export { meRoutes, operatorRoutes } from './accounts/routes.ts'
+export { createUser, ensureOrganisation, findUserByEmail, findUserById } from './accounts/users.ts'
+export type { User } from './accounts/users.ts'
+export { APP_TOKEN_PREFIX, createAppToken, verifyAppToken } from './app-tokens/app-tokens.ts'
+export type { VerifiedAppToken } from './app-tokens/app-tokens.ts'
+export { appTokenPages } from './app-tokens/pages.ts'
+export { appTokenRequestRoutes, appTokenRoutes } from './app-tokens/routes.ts'
+export { browserSecret } from './browser-secrets.ts'
+export { cliLoginPages, cliLoginRoutes, meTokenRoutes } from './cli-login/routes.ts'
+export { onboardingRoutes } from './companies/onboarding-routes.ts'
+export { organisationRoutes } from './companies/organisation-routes.ts'
+export { LIFETIMES } from './lifetimes.ts'
+export { clearCookie, readCookie, writeCookie } from './pages/cookies.ts'
+export type { CookieOptions } from './pages/cookies.ts'
+export { createAccessTokenVerifier, mintAccessToken } from './sessions/access-tokens.ts'
+export { appSessionById, exchangeCode, resolveAppSession, signOutAppSession } from './sessions/app-sessions.ts'
+export type { AppSessionDeps } from './sessions/app-sessions.ts'
+export { confirmEmail, enforceConfirmationDeadlines, VERIFICATION_REQUIRED } from './sign-in/confirmation.ts'
+export { authRoutes } from './sign-in/routes.ts'
