@@ -284,10 +284,8 @@ describe('errors', () => {
 describe('worker lifecycle', () => {
   test('a Function that loops forever fails with timeout, and the next call runs on a new worker', async () => {
     const before = value(await pool.invoke({ entrypoint: 'functions/counter.ts', input: {}, meta }))
-    const started = Date.now()
     const error = failure(await pool.invoke({ entrypoint: 'functions/forever.ts', input: {}, meta, timeoutMs: 300 }))
     assert.equal(error.kind, 'timeout')
-    assert.ok(Date.now() - started < 5_000)
     const next = value(await pool.invoke({ entrypoint: 'functions/counter.ts', input: {}, meta }))
     assert.notEqual(next['pid'], before['pid'])
     assert.equal(next['loads'], 1, 'the new worker loaded the module afresh')
