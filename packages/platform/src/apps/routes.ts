@@ -1,10 +1,10 @@
 /** Owner API for apps: create, list, read. */
 import { Hono } from 'hono'
 import type { Db } from '../db/db.ts'
-import type { OwnerEnv } from '../identity/index.ts'
+import { appForRole, type OwnerEnv } from '../identity/index.ts'
 import { readObject } from '../http/json.ts'
 import type { HostUrls } from '../http/hosts.ts'
-import { appView, checkVisibility, createApp, getOwnedApp, listAppsOwnedBy } from './apps.ts'
+import { appView, checkVisibility, createApp, listAppsOwnedBy } from './apps.ts'
 
 export function appRoutes(deps: { db: Db; urls: HostUrls }) {
   const routes = new Hono<OwnerEnv>()
@@ -22,7 +22,8 @@ export function appRoutes(deps: { db: Db; urls: HostUrls }) {
     return c.json({ app: appView(app, deps.urls.app(app.slug)) }, 201)
   })
   routes.get('/:appId', async (c) => {
-    const app = await getOwnedApp(deps.db, c.var.user, c.req.param('appId'))
+    // Edit holders read it too: `service deploy` looks the app up before deploying.
+    const app = await appForRole(deps.db, c.var.user, c.req.param('appId'), 'edit')
     return c.json({ app: appView(app, deps.urls.app(app.slug)) })
   })
   return routes

@@ -1,11 +1,10 @@
-/** Owner API for deploys and releases, mounted under /v1/apps/:appId. */
+/** Owner API for deploys and releases, mounted under /v1/apps/:appId: the owner and Edit holders. */
 import { Hono, type Context } from 'hono'
 import type { Db } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { Logger } from '../lib/logger.ts'
-import type { OwnerEnv } from '../identity/index.ts'
+import { appForRole, type OwnerEnv } from '../identity/index.ts'
 import { readJson } from '../http/json.ts'
-import { getOwnedApp } from '../apps/apps.ts'
 import { BUNDLE_LIMITS } from './bundle-files.ts'
 import type { SecretStore } from '../secrets/index.ts'
 import { checkDevName } from './dev-names.ts'
@@ -20,7 +19,7 @@ export function deployRoutes(deps: { db: Db; clock: Clock; logger?: Logger; secr
   // Production at /:appId/deployments; a development namespace (own schema, roles,
   // releases, secrets and logs) at /:appId/dev/:devName/deployments.
   async function deploy(c: Context<OwnerEnv>) {
-    const app = await getOwnedApp(deps.db, c.var.user, c.req.param('appId')!)
+    const app = await appForRole(deps.db, c.var.user, c.req.param('appId')!, 'edit')
     const devParam = c.req.param('devName')
     const devName = devParam === undefined ? '' : checkDevName(devParam)
     const body = await readJson(c, MAX_DEPLOY_BODY)
@@ -38,14 +37,14 @@ export function deployRoutes(deps: { db: Db; clock: Clock; logger?: Logger; secr
     }, 201)
   }
   async function releases(c: Context<OwnerEnv>) {
-    const app = await getOwnedApp(deps.db, c.var.user, c.req.param('appId')!)
+    const app = await appForRole(deps.db, c.var.user, c.req.param('appId')!, 'edit')
     const devParam = c.req.param('devName')
     const devName = devParam === undefined ? '' : checkDevName(devParam)
     const list = await listReleases(deps.db, app.id, { devName })
     return c.json({ releases: list.map(releaseView) })
   }
   async function deleteDev(c: Context<OwnerEnv>) {
-    const app = await getOwnedApp(deps.db, c.var.user, c.req.param('appId')!)
+    const app = await appForRole(deps.db, c.var.user, c.req.param('appId')!, 'edit')
     const devName = checkDevName(c.req.param('devName'))
     await deleteDevNamespace(deps.db, { appId: app.id, devName })
     deps.onDevDeleted?.(app.id, devName)

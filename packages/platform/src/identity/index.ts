@@ -2,11 +2,17 @@
  * Identity: the public surface other features and the composition root use. Inside, one
  * folder per flow: `sign-in/` (email link, password, confirmation), `sessions/` (browser and
  * app sessions, access tokens, refresh), `app-tokens/`, `companies/` (companies, onboarding,
- * organisation), `cli-login/`, `access/` (grants), `accounts/` (users, owner tokens, the
- * operator), and `pages/` (what every page flow on `{auth_url}` shares).
+ * organisation), `cli-login/`, `access/` (app roles, integration audiences), `accounts/`
+ * (users, owner tokens, the operator), and `pages/` (what every page flow on `{auth_url}`
+ * shares).
  */
 export { accessReason } from './access/grants.ts'
 export { grantRoutes } from './access/routes.ts'
+export { appForRole, effectiveRole, impliedRoles } from './access/roles.ts'
+export type { AppRole } from './access/roles.ts'
+export { mayAdministerIntegration, mayUseIntegration, readIntegrationAudience } from './access/integration-audience.ts'
+export type { IntegrationAudience } from './access/integration-audience.ts'
+export { isOrganisationAdmin } from './access/organisation-admin.ts'
 export { ensureOperatorKey } from './accounts/operator-key.ts'
 export { requireOwner } from './accounts/owner-auth.ts'
 export type { OwnerEnv } from './accounts/owner-auth.ts'

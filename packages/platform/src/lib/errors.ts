@@ -17,6 +17,8 @@ export const ERROR_CODES = {
   FORBIDDEN: 403,
   ACCESS_DENIED: 403,
   ORGANISATION_REQUIRED: 403,
+  /** A role or integration audience for a person outside the app's organisation (issue 12). */
+  MEMBER_OUTSIDE_ORGANISATION: 403,
   CONFIRMATION_REQUIRED: 403,
   APP_TOKEN_NOT_ALLOWED: 403,
   NOT_FOUND: 404,

@@ -1,12 +1,14 @@
 /**
  * Access to private apps. Access is separate from identity: the owner always has it, people
- * the owner granted have it once their email is confirmed, and platform administrators may
- * open any active app for review with their own identity (no membership, no control).
+ * holding a role (Use, Edit or Administer: roles.ts) have it once their email is confirmed,
+ * and platform administrators may open any active app for review with their own identity
+ * (no membership, no control).
  */
 import { first, type Queryable } from '../../db/db.ts'
 import { ServiceError } from '../../lib/errors.ts'
 import type { App } from '../../apps/apps.ts'
 import type { User } from '../accounts/users.ts'
+import { checkMemberEligible } from './roles.ts'
 
 export type AccessReason = 'owner' | 'granted' | 'platform_admin'
 
@@ -33,8 +35,13 @@ export async function accessReason(
   return null
 }
 
+/**
+ * Gives `grantee` Use (the grants API, an alias of the members API for Use): a person who
+ * already holds a role keeps it. Refused for a person of another company (roles.ts).
+ */
 export async function grantAccess(db: Queryable, app: App, grantee: User, grantedBy: User): Promise<void> {
   if (grantee.id === app.ownerId) throw new ServiceError('CONFLICT', 'the owner already has access')
+  checkMemberEligible(app, grantee, 'use')
   await db.query(
     `insert into platform.app_grants (app_id, user_id, granted_by) values ($1, $2, $3) on conflict do nothing`,
     [app.id, grantee.id, grantedBy.id])
