@@ -25,6 +25,7 @@ import { createHttpApp } from './http/server.ts'
 import { PLATFORM_SDK_VERSION } from './manifest/index.ts'
 import { devInvokeRoutes, logRoutes } from './functions/index.ts'
 import { createSecretStore, secretRoutes } from './secrets/index.ts'
+import { connectionKeyring, connectionPages, connectionRoutes, type ConnectionKeyring } from './integrations/connections/index.ts'
 import { createDataApi, createSchemaCache } from './data-api/index.ts'
 import { createNamespaceSql, type NamespaceSql } from './deploy/namespace-sql.ts'
 import { callFunction, callRoute, createFunctionHost, type FunctionHost } from './functions/index.ts'
@@ -60,6 +61,8 @@ export interface Platform {
   functions: FunctionHost
   /** How the data API's SQL reaches the database (login pools or the wrapper). */
   appSql: NamespaceSql
+  /** The keys connection credentials are sealed under (the broker reads them with it). */
+  connectionKeyring: ConnectionKeyring
   /** Background jobs: `start()` runs the dispatcher and retention purge (main.ts does). */
   jobs: Jobs
   /** The cron scheduler: `start()` runs its loop (main.ts does); tests call `tick()`. */
@@ -83,6 +86,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const revealKey = deriveKey(deps.masterKey, 'app-token-reveal')
   const trustProxy = deps.config.trustProxy ?? false
   const secrets = createSecretStore({ db, clock, key: deriveKey(deps.masterKey, 'app-secrets') })
+  const keyring = connectionKeyring(deps.masterKey)
   const appSql = createNamespaceSql({
     db, logger, loginKey: deriveKey(deps.masterKey, 'namespace-logins'),
     connections: deps.config.appConnections ?? 32,
@@ -101,6 +105,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   base.route('/_dev/mail', devMailRoutes({ db, production: deps.config.production }))
   base.route('/v1/onboarding', onboardingRoutes({ db, clock, mailer, urls, trustProxy }))
   base.route('/v1/organisation', organisationRoutes({ db, clock, mailer, urls }))
+  base.route('/v1/connections', connectionRoutes({ db, clock, logger, urls }))
   const owner = new Hono<OwnerEnv>()
   owner.use('*', requireOwner({ db, clock }))
   owner.route('/', appRoutes({ db, urls }))
@@ -123,6 +128,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   })
   auth.route('/', appTokenPages({ db, clock, logger, urls, cookies, revealKey }))
   auth.route('/', cliLoginPages({ db, clock, logger, urls, cookies }))
+  auth.route('/', connectionPages({ db, clock, logger, urls, cookies, keyring }))
 
   const functions = createFunctionHost({
     db, clock, logger, schemas: createSchemaCache(), secrets,
@@ -159,6 +165,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     urls,
     functions,
     appSql,
+    connectionKeyring: keyring,
     jobs,
     cron,
     ready: async () => {

@@ -98,7 +98,8 @@ function logRequest(
   logger: Logger,
   line: { request: Request; host: string; requestId: string; status: number; started: number },
 ): void {
-  const path = new URL(line.request.url).pathname
+  // A connection's webhook URL is a secret in its path (integrations/connections): never logged.
+  const path = new URL(line.request.url).pathname.replace(/^\/v1\/hooks\/[^/]+/, '/v1/hooks/[secret]')
   const level: LogLevel = line.status >= 500 ? 'warn' : path === '/v1/health' ? 'debug' : 'info'
   logger[level]('request', {
     requestId: line.requestId,

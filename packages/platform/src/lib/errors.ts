@@ -73,6 +73,10 @@ export const ERROR_CODES = {
   DOMAIN_LIMIT_REACHED: 409,
   DOMAIN_NOT_FOUND: 404,
   AUTH_EXPIRED: 401,
+  // Connections (spec 2.8): no published integration of the person's organisation by that app and name; no
+  // connection the caller can see.
+  INTEGRATION_NOT_FOUND: 404,
+  CONNECTION_NOT_FOUND: 404,
 } as const
 
 export type ErrorCode = keyof typeof ERROR_CODES

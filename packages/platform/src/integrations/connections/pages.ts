@@ -1,0 +1,212 @@
+/**
+ * The pages where a person enters a connection's credential values (spec 2.8: never an
+ * agent, never the owner API). They live on `{auth_url}`, beside the sign-in pages, because
+ * that is where the person's central session and the CSRF cookie are (decisions.md,
+ * "Connections"):
+ * - `/connections/new?app=<provider app slug or id>&integration=<name>`: connect;
+ * - `/connections/:id`: its managers' page: status, non-secret values, the webhook URL, and
+ *   the forms that replace the credentials (reactivating it) or remove it.
+ *
+ * Every form is CSRF-protected and Origin-checked; secret values are never put back into a
+ * page, not even after a failed submission.
+ */
+import { Hono, type Context } from 'hono'
+import type { Db } from '../../db/db.ts'
+import type { Clock } from '../../lib/clock.ts'
+import type { Logger } from '../../lib/logger.ts'
+import { ServiceError } from '../../lib/errors.ts'
+import { escapeHtml, hidden, page } from '../../lib/html.ts'
+import type { HostUrls } from '../../http/hosts.ts'
+import {
+  browserSession, confirmFirstPage, csrfToken, pageErrorHandler, readForm, signInFirst, type CookieOptions, type User,
+} from '../../identity/index.ts'
+import {
+  createConnection, findPublishedIntegration, managedConnection, readWebhookToken, removeConnection, replaceCredentials,
+  visibleCredentialValues, type Connection, type ConnectionKeyring, type PublishedIntegration,
+} from './connections.ts'
+
+export interface ConnectionPageDeps {
+  db: Db
+  clock: Clock
+  logger: Logger
+  urls: HostUrls
+  cookies: CookieOptions
+  keyring: ConnectionKeyring
+}
+
+/** Form fields carrying credential values are named `value.<FIELD NAME>`. */
+const VALUE_PREFIX = 'value.'
+
+/** The secret webhook URL of a connection with this token. */
+export function webhookUrl(urls: HostUrls, token: string): string {
+  return `${urls.base}/v1/hooks/${token}`
+}
+
+/** The page where a person connects to a published integration (for links and `connectUrl`). */
+export function connectPagePath(input: { app: string; integration: string }): string {
+  return `/connections/new?app=${encodeURIComponent(input.app)}&integration=${encodeURIComponent(input.integration)}`
+}
+
+export const STATUS_TEXT = { active: 'Active', reconnect_required: 'Reconnect required' } as const
+
+function enteredValues(values: Record<string, string>): Record<string, string> {
+  const entered: Record<string, string> = {}
+  for (const [key, value] of Object.entries(values)) if (key.startsWith(VALUE_PREFIX)) entered[key.slice(VALUE_PREFIX.length)] = value
+  return entered
+}
+
+/** The credential inputs; only non-secret fields get a value back. */
+function credentialInputs(integration: PublishedIntegration, kept: ReadonlyMap<string, string>): string {
+  return integration.credentials.map((field) => {
+    const id = `f-${field.name}`
+    const value = field.secret ? '' : kept.get(field.name) ?? ''
+    return `<label for="${escapeHtml(id)}">${escapeHtml(field.label)}${field.optional ? ' <span class="muted">(optional)</span>' : ''}</label>
+      <input id="${escapeHtml(id)}" name="${escapeHtml(VALUE_PREFIX + field.name)}" type="${field.secret ? 'password' : 'text'}"
+        autocomplete="off" spellcheck="false"${field.optional ? '' : ' required'}${value ? ` value="${escapeHtml(value)}"` : ''}>`
+  }).join('\n')
+}
+
+function connectForm(c: Context, input: {
+  deps: ConnectionPageDeps; user: User; integration: PublishedIntegration; label?: string; kind?: string
+  kept?: ReadonlyMap<string, string>; error?: string; status?: number
+}): Response {
+  const { integration, user } = input
+  const kind = user.organisationRole === 'admin'
+    ? `<label for="kind">Who it belongs to</label>
+      <select id="kind" name="kind">
+        <option value="personal"${input.kind === 'organisation' ? '' : ' selected'}>Only me (a personal connection)</option>
+        <option value="organisation"${input.kind === 'organisation' ? ' selected' : ''}>The organisation (its administrators manage it)</option>
+      </select>`
+    : hidden('kind', 'personal')
+  return page(c, `Connect ${integration.title}`, `<h1>Connect ${escapeHtml(integration.title)}</h1>
+    ${integration.description ? `<p>${escapeHtml(integration.description)}</p>` : ''}
+    <p class="muted">Provided by the app <strong>${escapeHtml(integration.appSlug)}</strong> of your organisation.
+    Values are stored encrypted and are never shown again; apps call the integration without seeing them.</p>
+    ${input.error ? `<p class="error">${escapeHtml(input.error)}</p>` : ''}
+    <form method="post" action="/connections/new">${hidden('csrf', csrfToken(c, input.deps.cookies))}${hidden('app', integration.appSlug)}${
+      hidden('integration', integration.name)}
+      <label for="label">Name of this connection</label>
+      <input id="label" name="label" required maxlength="100" value="${escapeHtml(input.label ?? '')}">
+      ${kind}
+      ${credentialInputs(integration, input.kept ?? new Map())}
+      <button>Connect</button>
+    </form>`, { status: input.status ?? 200 })
+}
+
+async function managePage(c: Context, input: {
+  deps: ConnectionPageDeps; user: User; connection: Connection; notice?: string; error?: string; status?: number
+}): Promise<Response> {
+  const { deps, connection, user } = input
+  const integration = await findPublishedIntegration(deps.db, { app: connection.providerAppId, integration: connection.integration, actor: user })
+    .catch((error: unknown) => { if (error instanceof ServiceError) return null; throw error })
+  const shown = integration
+    ? await visibleCredentialValues(deps.db, { keyring: deps.keyring, connectionId: connection.id, fields: integration.credentials })
+    : new Map<string, string>()
+  const token = await readWebhookToken(deps.db, { keyring: deps.keyring, connectionId: connection.id })
+  const csrf = csrfToken(c, deps.cookies)
+  const visible = integration?.credentials.filter((field) => shown.has(field.name)) ?? []
+  const replace = integration
+    ? `<h2>Replace the credentials</h2>
+      <p class="muted">Enter every value again; the connection becomes active with them.</p>
+      <form method="post" action="/connections/${escapeHtml(connection.id)}/credentials">${hidden('csrf', csrf)}
+        ${credentialInputs(integration, shown)}
+        <button>Replace and reconnect</button>
+      </form>`
+    : '<p class="muted">The provider app no longer publishes this integration to you, so its credentials cannot be replaced.</p>'
+  return page(c, connection.label, `<h1>${escapeHtml(connection.label)}</h1>
+    ${input.notice ? `<p>${escapeHtml(input.notice)}</p>` : ''}
+    ${input.error ? `<p class="error">${escapeHtml(input.error)}</p>` : ''}
+    <p>Integration <strong>${escapeHtml(connection.integration)}</strong> of the app <strong>${escapeHtml(connection.providerAppSlug)}</strong>,
+    ${connection.kind === 'personal' ? 'a personal connection' : 'an organisation connection'}.</p>
+    <p>Status: <strong id="status">${STATUS_TEXT[connection.status]}</strong>${
+      connection.status === 'reconnect_required' && connection.statusReason ? ` <span class="muted">(${escapeHtml(connection.statusReason)})</span>` : ''}</p>
+    ${visible.map((field) => `<p>${escapeHtml(field.label)}: <code>${escapeHtml(shown.get(field.name)!)}</code></p>`).join('\n')}
+    <label for="webhook">Webhook URL</label>
+    <input id="webhook" readonly value="${escapeHtml(webhookUrl(deps.urls, token))}" autocomplete="off" spellcheck="false">
+    <p class="muted">Keep it secret: whoever has it can post to this connection.</p>
+    ${replace}
+    <h2>Remove</h2>
+    <form method="post" action="/connections/${escapeHtml(connection.id)}/remove">${hidden('csrf', csrf)}
+      <button>Remove this connection</button>
+    </form>`, { status: input.status ?? 200 })
+}
+
+/** The signed-in person with a confirmed email, or the response that sends them there. */
+async function person(c: Context, deps: ConnectionPageDeps, returnTo: string): Promise<User | Response> {
+  const active = await browserSession(c, deps)
+  if (!active) {
+    if (c.req.method !== 'GET') throw new ServiceError('AUTH_REQUIRED', 'sign in, then open the page again')
+    return signInFirst(c, returnTo)
+  }
+  if (!active.user.emailConfirmedAt) return confirmFirstPage(c, active.user.email)
+  return active.user
+}
+
+export function connectionPages(deps: ConnectionPageDeps) {
+  const routes = new Hono()
+  routes.onError(pageErrorHandler(deps.logger, 'Connection'))
+
+  routes.get('/connections/new', async (c) => {
+    const app = c.req.query('app') ?? ''
+    const name = c.req.query('integration') ?? ''
+    const user = await person(c, deps, connectPagePath({ app, integration: name }))
+    if (user instanceof Response) return user
+    const integration = await findPublishedIntegration(deps.db, { app, integration: name, actor: user })
+    return connectForm(c, { deps, user, integration })
+  })
+
+  routes.post('/connections/new', async (c) => {
+    const values = await readForm(c, { origin: deps.urls.auth, cookies: deps.cookies })
+    const user = await person(c, deps, '/')
+    if (user instanceof Response) return user
+    const integration = await findPublishedIntegration(deps.db, { app: values.app ?? '', integration: values.integration ?? '', actor: user })
+    const kind = values.kind === 'organisation' ? 'organisation' : values.kind === 'personal' ? 'personal' : null
+    if (!kind) throw new ServiceError('VALIDATION_FAILED', 'choose who the connection belongs to', { details: { field: 'kind' } })
+    const entered = enteredValues(values)
+    try {
+      const { connection } = await createConnection(deps, { actor: user, integration, kind, label: values.label ?? '', values: entered })
+      deps.logger.info('connection created', { connectionId: connection.id, integration: integration.name, providerAppId: integration.appId, kind })
+      return c.redirect(`/connections/${connection.id}`, 303)
+    } catch (error) {
+      if (!(error instanceof ServiceError) || error.code !== 'VALIDATION_FAILED') throw error
+      const kept = new Map(integration.credentials.filter((field) => !field.secret).map((field) => [field.name, entered[field.name] ?? '']))
+      return connectForm(c, { deps, user, integration, label: values.label ?? '', kind, kept, error: error.message, status: 400 })
+    }
+  })
+
+  routes.get('/connections/:id', async (c) => {
+    const id = c.req.param('id')
+    const user = await person(c, deps, `/connections/${encodeURIComponent(id)}`)
+    if (user instanceof Response) return user
+    const connection = await managedConnection(deps.db, { actor: user, id })
+    return managePage(c, { deps, user, connection })
+  })
+
+  routes.post('/connections/:id/credentials', async (c) => {
+    const values = await readForm(c, { origin: deps.urls.auth, cookies: deps.cookies })
+    const user = await person(c, deps, '/')
+    if (user instanceof Response) return user
+    const before = await managedConnection(deps.db, { actor: user, id: c.req.param('id') })
+    const integration = await findPublishedIntegration(deps.db, { app: before.providerAppId, integration: before.integration, actor: user })
+    try {
+      const connection = await replaceCredentials(deps, { actor: user, id: before.id, integration, values: enteredValues(values) })
+      deps.logger.info('connection credentials replaced', { connectionId: connection.id, previousStatus: before.status })
+      return managePage(c, { deps, user, connection, notice: 'The credentials were replaced; the connection is active.' })
+    } catch (error) {
+      if (!(error instanceof ServiceError) || error.code !== 'VALIDATION_FAILED') throw error
+      return managePage(c, { deps, user, connection: before, error: error.message, status: 400 })
+    }
+  })
+
+  routes.post('/connections/:id/remove', async (c) => {
+    await readForm(c, { origin: deps.urls.auth, cookies: deps.cookies })
+    const user = await person(c, deps, '/')
+    if (user instanceof Response) return user
+    const id = c.req.param('id')
+    await removeConnection(deps.db, { actor: user, id })
+    deps.logger.info('connection removed', { connectionId: id })
+    return page(c, 'Connection removed', '<h1>Connection removed</h1><p>Its credentials were deleted. Apps bound to it can no longer use it.</p>')
+  })
+
+  return routes
+}
