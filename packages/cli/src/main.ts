@@ -8,6 +8,7 @@
  *   service releases list <app>
  *   service login | logout
  *   service app access-token list|create|revoke|request <app> ...
+ *   service access list|set|remove|audience <app> ...
  *   service operator create-user --email <email> --company <name> [--admin] [--platform-admin]
  *   service cron next "<expr>" [--tz <zone>] [--from <ISO>] [--count <n>]
  *   service cron list <app> | service cron run <app> <name>
@@ -35,6 +36,7 @@ import { readSecretFromProcess, secretsCommand } from './commands/secrets.ts'
 import { devCommand } from './commands/dev.ts'
 import { logsCommand } from './commands/logs.ts'
 import { functionsInvokeCommand } from './commands/functions.ts'
+import { accessCommand } from './commands/access.ts'
 import { openCredentialStore, type CredentialStore } from './credentials.ts'
 import type { Io } from './io.ts'
 import { confirmOnTerminal } from './confirm.ts'
@@ -56,6 +58,15 @@ const USAGE = `usage: service <command>
                                  revoke one; it stops working on the next request
   app access-token request <app> [--name <name>]
                                  without owner credentials: ask the owner to approve a token
+  access list <app>              who holds which role on an app (Use, Edit, Administer)
+  access set <app> <email|userId> use|edit|administer
+                                 give a member of the app's organisation that role (Use also
+                                 to a person of no company); owner or Administer only
+  access remove <app> <email|userId>
+                                 take every role a person holds on the app
+  access audience <app> [organisation | people <email,...> | administer <email,...|none>]
+                                 show or set who may use (the organisation, or named people)
+                                 and who may administer a provider app's integration
   operator create-user --email <email> --company <name> [--admin] [--platform-admin]
                                  create a user and print an owner API token (operator key needed)
   cron next "<expr>" [--tz <zone>] [--from <ISO 8601>] [--count <n>]
@@ -145,7 +156,7 @@ export async function main(argv: string[], io: Io = processIo()): Promise<number
   const store = async () => (credentials ??= await openCredentialStore({ env: io.env }))
   // The owner token: SERVICE_TOKEN, else the one `service login` stored (looked up only by
   // commands that call the owner API).
-  const needsToken = ['deploy', 'apps', 'releases', 'app', 'secrets', 'logs', 'functions', 'cron', 'dev'].includes(command) && !(command === 'app' && arg === 'request')
+  const needsToken = ['deploy', 'apps', 'releases', 'app', 'access', 'secrets', 'logs', 'functions', 'cron', 'dev'].includes(command) && !(command === 'app' && arg === 'request')
     && !(command === 'cron' && sub === 'next')
   let token = io.env.SERVICE_TOKEN || undefined
   if (!token && needsToken) {
@@ -187,6 +198,8 @@ export async function main(argv: string[], io: Io = processIo()): Promise<number
       case 'app':
         if (sub === 'access-token') return await accessTokenCommand(io, client, { action: arg, app: arg2, rest: positionals.slice(4), name: values.name })
         break
+      case 'access':
+        return await accessCommand(io, client, { action: sub, app: arg, rest: positionals.slice(3) })
       case 'cron':
         if (sub === 'next') {
           if (positionals.length > 3) {
