@@ -53,6 +53,40 @@ provides:
         description: Lists orders
 `
 
+const OAUTH_PROVIDER = `secrets:
+  CRM_CLIENT_SECRET: required
+functions:
+  - name: listContacts
+    entrypoint: functions/list.ts
+    access: system
+  - name: swapCode
+    entrypoint: functions/list.ts
+    access: system
+provides:
+  integration:
+    name: contacts
+    title: Contacts
+    description: The CRM's contacts
+    credentials:
+      - name: CRM_REGION
+        label: Region
+        secret: false
+    authorization:
+      type: oauth2
+      authorizationUrl: https://crm.example.com/authorize
+      clientId: crm-client
+      scopes: [contacts]
+      exchange: swapCode
+    capabilities:
+      - name: contacts.read
+        description: Read contacts
+    operations:
+      - name: contacts.list
+        capability: contacts.read
+        function: listContacts
+        description: Lists contacts
+`
+
 /** A browser signed in at the auth host as an existing, confirmed person. */
 async function signedInBrowser(h: Harness, email: string): Promise<CookieClient> {
   const b = new CookieClient(h)
@@ -247,6 +281,63 @@ describe(`connections (${backend})`, () => {
     const page = await managePage(eveBrowser, id)
     assert.equal(page.res.status, 404)
     assert.ok(!page.html.includes('svc_hook_'))
+  })
+
+  test('a person outside the provider\'s Use audience cannot connect; an organisation administrator still makes organisation connections', async () => {
+    const put = await ownerApi(h, alice.token, 'PUT', '/v1/apps/shop/integration-audience', { useScope: 'people', usePeople: [] })
+    assert.equal(put.status, 200, put.text)
+    try {
+      const before = await countConnections()
+      const page = await connectPage(bobBrowser)
+      assert.equal(page.res.status, 403)
+      assert.match(page.html, /not in the Use audience/)
+      const csrf = bobBrowser.cookie('auth.localhost:8787', 'svc_csrf')!
+      const posted = await bobBrowser.post(`${AUTH}/connections/new`,
+        { csrf, app: 'shop', integration: 'orders', label: 'Mine', kind: 'personal', 'value.SHOP_DOMAIN': DOMAIN, 'value.SHOP_API_KEY': API_KEY })
+      assert.equal(posted.status, 403)
+      assert.equal(await countConnections(), before)
+      // alice owns the app (always in its audience) and administers the organisation: both kinds.
+      assert.match((await connectPage(aliceBrowser)).html, /<option value="organisation"/)
+    } finally {
+      assert.equal((await ownerApi(h, alice.token, 'PUT', '/v1/apps/shop/integration-audience', { useScope: 'organisation' })).status, 200)
+    }
+    assert.equal((await connectPage(bobBrowser)).res.status, 200)
+  })
+
+  test('the owner API pages through connections with a cursor and refuses a bad limit or cursor', async () => {
+    const all = (await api(bob.token, 'GET', '/v1/connections?limit=100')).body.connections as { id: string }[]
+    assert.ok(all.length >= 2)
+    const ids: string[] = []
+    let cursor: string | null = null
+    do {
+      const res = await api(bob.token, 'GET', `/v1/connections?limit=1${cursor ? `&nextCursor=${cursor}` : ''}`)
+      assert.equal(res.status, 200)
+      assert.equal(res.body.connections.length, 1)
+      ids.push(res.body.connections[0].id)
+      cursor = res.body.nextCursor
+    } while (cursor)
+    assert.deepEqual(ids, all.map((c) => c.id))
+    assert.equal((await api(bob.token, 'GET', '/v1/connections?limit=0')).body.error.details.field, 'limit')
+    assert.equal((await api(bob.token, 'GET', '/v1/connections?nextCursor=nope')).body.error.details.field, 'nextCursor')
+    assert.equal((await api('svc_owner_unknown', 'GET', '/v1/connections')).status, 401)
+  })
+
+  test('an integration that declares OAuth 2.0 cannot be connected with a form yet', async () => {
+    assert.equal((await h.request('/v1/apps', { token: alice.token, json: { slug: 'crm', visibility: 'private' } })).status, 201)
+    const deployed = await h.request('/v1/apps/crm/deployments', {
+      token: alice.token,
+      json: bundle({ 'service.yaml': manifest('crm', OAUTH_PROVIDER, 'private'), 'functions/list.ts': 'export default 1' }),
+    })
+    assert.equal(deployed.status, 201, await deployed.text())
+    const page = await connectPage(aliceBrowser, 'crm', 'contacts')
+    assert.equal(page.res.status, 501)
+    assert.match(page.html, /OAuth 2.0/)
+    assert.doesNotMatch(page.html, /<form/)
+    const before = await countConnections()
+    const res = await aliceBrowser.post(`${AUTH}/connections/new`,
+      { csrf: aliceBrowser.cookie('auth.localhost:8787', 'svc_csrf')!, app: 'crm', integration: 'contacts', label: 'CRM', kind: 'personal', 'value.CRM_REGION': 'eu' })
+    assert.equal(res.status, 501)
+    assert.equal(await countConnections(), before)
   })
 
   test('an app that does not publish the integration, or an unknown app, offers nothing to connect to', async () => {

@@ -16,6 +16,7 @@ import { decrypt, encrypt } from '../../lib/encryption.ts'
 import { ServiceError, notImplemented } from '../../lib/errors.ts'
 import { deriveKey } from '../../lib/master-key.ts'
 import { isUuid } from '../../lib/ids.ts'
+import { mayUseIntegration } from '../../identity/index.ts'
 import {
   deleteConnection, deleteCredentials, insertConnection, insertCredential, selectConnection, selectConnectionIdByWebhookHash,
   selectCredentials, selectCredentialsNotUnder, selectPublished, selectVisibleConnections, selectWebhookToken,
@@ -185,6 +186,20 @@ export async function findPublishedIntegration(
   return { appId: row.app_id, appSlug: row.app_slug, organisationId: row.organisation_id, ...contract }
 }
 
+/**
+ * The kinds of connection the actor may make to the integration: personal when they may use
+ * it (the provider's Use audience), organisation when they are an organisation administrator
+ * of its organisation (spec 5.6: organisation connections are theirs to create).
+ */
+export async function connectableKinds(db: Queryable, input: { actor: Actor; integration: PublishedIntegration }): Promise<ConnectionKind[]> {
+  const { actor, integration } = input
+  if (actor.organisationId !== integration.organisationId) return []
+  const kinds: ConnectionKind[] = []
+  if (await mayUseIntegration(db, { user: actor, providerApp: { id: integration.appId } })) kinds.push('personal')
+  if (actor.organisationRole === 'admin') kinds.push('organisation')
+  return kinds
+}
+
 /** A label from a form, or VALIDATION_FAILED. */
 export function checkLabel(label: string): string {
   const trimmed = label.trim()
@@ -255,8 +270,12 @@ export async function createConnection(
   if (actor.organisationId !== integration.organisationId) {
     throw new ServiceError('INTEGRATION_NOT_FOUND', 'this integration is shared only inside its organisation')
   }
-  if (input.kind === 'organisation' && actor.organisationRole !== 'admin') {
+  const kinds = await connectableKinds(deps.db, { actor, integration })
+  if (input.kind === 'organisation' && !kinds.includes('organisation')) {
     throw new ServiceError('FORBIDDEN', 'only organisation administrators create organisation connections')
+  }
+  if (input.kind === 'personal' && !kinds.includes('personal')) {
+    throw new ServiceError('FORBIDDEN', 'you are not in the Use audience of this integration; ask its administrators')
   }
   const label = checkLabel(input.label)
   const values = checkCredentialValues(integration.credentials, input.values)

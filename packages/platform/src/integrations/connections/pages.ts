@@ -21,8 +21,8 @@ import {
   browserSession, confirmFirstPage, csrfToken, pageErrorHandler, readForm, signInFirst, type CookieOptions, type User,
 } from '../../identity/index.ts'
 import {
-  createConnection, findPublishedIntegration, managedConnection, readWebhookToken, removeConnection, replaceCredentials,
-  visibleCredentialValues, type Connection, type ConnectionKeyring, type PublishedIntegration,
+  connectableKinds, createConnection, findPublishedIntegration, managedConnection, readWebhookToken, removeConnection, replaceCredentials,
+  visibleCredentialValues, type Connection, type ConnectionKeyring, type ConnectionKind, type PublishedIntegration,
 } from './connections.ts'
 
 export interface ConnectionPageDeps {
@@ -67,17 +67,17 @@ function credentialInputs(integration: PublishedIntegration, kept: ReadonlyMap<s
 }
 
 function connectForm(c: Context, input: {
-  deps: ConnectionPageDeps; user: User; integration: PublishedIntegration; label?: string; kind?: string
+  deps: ConnectionPageDeps; integration: PublishedIntegration; kinds: readonly ConnectionKind[]; label?: string; kind?: string
   kept?: ReadonlyMap<string, string>; error?: string; status?: number
 }): Response {
-  const { integration, user } = input
-  const kind = user.organisationRole === 'admin'
+  const { integration } = input
+  const kind = input.kinds.length === 2
     ? `<label for="kind">Who it belongs to</label>
       <select id="kind" name="kind">
         <option value="personal"${input.kind === 'organisation' ? '' : ' selected'}>Only me (a personal connection)</option>
         <option value="organisation"${input.kind === 'organisation' ? ' selected' : ''}>The organisation (its administrators manage it)</option>
       </select>`
-    : hidden('kind', 'personal')
+    : hidden('kind', input.kinds[0]!)
   return page(c, `Connect ${integration.title}`, `<h1>Connect ${escapeHtml(integration.title)}</h1>
     ${integration.description ? `<p>${escapeHtml(integration.description)}</p>` : ''}
     <p class="muted">Provided by the app <strong>${escapeHtml(integration.appSlug)}</strong> of your organisation.
@@ -131,6 +131,13 @@ async function managePage(c: Context, input: {
     </form>`, { status: input.status ?? 200 })
 }
 
+/** An integration that declares OAuth 2.0 is connected by signing in at the provider, which comes later. */
+function oauthNotYet(c: Context, integration: PublishedIntegration): Response {
+  return page(c, `Connect ${integration.title}`, `<h1>Connect ${escapeHtml(integration.title)}</h1>
+    <p>This integration connects by signing in with the provider (OAuth 2.0), which this platform does not offer yet.</p>`,
+  { status: 501 })
+}
+
 /** The signed-in person with a confirmed email, or the response that sends them there. */
 async function person(c: Context, deps: ConnectionPageDeps, returnTo: string): Promise<User | Response> {
   const active = await browserSession(c, deps)
@@ -152,7 +159,10 @@ export function connectionPages(deps: ConnectionPageDeps) {
     const user = await person(c, deps, connectPagePath({ app, integration: name }))
     if (user instanceof Response) return user
     const integration = await findPublishedIntegration(deps.db, { app, integration: name, actor: user })
-    return connectForm(c, { deps, user, integration })
+    if (integration.oauth) return oauthNotYet(c, integration)
+    const kinds = await connectableKinds(deps.db, { actor: user, integration })
+    if (kinds.length === 0) throw new ServiceError('FORBIDDEN', 'you are not in the Use audience of this integration; ask its administrators')
+    return connectForm(c, { deps, integration, kinds })
   })
 
   routes.post('/connections/new', async (c) => {
@@ -160,6 +170,7 @@ export function connectionPages(deps: ConnectionPageDeps) {
     const user = await person(c, deps, '/')
     if (user instanceof Response) return user
     const integration = await findPublishedIntegration(deps.db, { app: values.app ?? '', integration: values.integration ?? '', actor: user })
+    if (integration.oauth) return oauthNotYet(c, integration)
     const kind = values.kind === 'organisation' ? 'organisation' : values.kind === 'personal' ? 'personal' : null
     if (!kind) throw new ServiceError('VALIDATION_FAILED', 'choose who the connection belongs to', { details: { field: 'kind' } })
     const entered = enteredValues(values)
@@ -170,7 +181,8 @@ export function connectionPages(deps: ConnectionPageDeps) {
     } catch (error) {
       if (!(error instanceof ServiceError) || error.code !== 'VALIDATION_FAILED') throw error
       const kept = new Map(integration.credentials.filter((field) => !field.secret).map((field) => [field.name, entered[field.name] ?? '']))
-      return connectForm(c, { deps, user, integration, label: values.label ?? '', kind, kept, error: error.message, status: 400 })
+      const kinds = await connectableKinds(deps.db, { actor: user, integration })
+      return connectForm(c, { deps, integration, kinds, label: values.label ?? '', kind, kept, error: error.message, status: 400 })
     }
   })
 
