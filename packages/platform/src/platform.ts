@@ -26,6 +26,7 @@ import { PLATFORM_SDK_VERSION } from './manifest/index.ts'
 import { devInvokeRoutes, logRoutes } from './functions/index.ts'
 import { createSecretStore, secretRoutes } from './secrets/index.ts'
 import { connectionKeyring, connectionPages, connectionRoutes, type ConnectionKeyring } from './integrations/connections/index.ts'
+import { customIntegrationRoutes } from './integrations/index.ts'
 import { createDataApi, createSchemaCache } from './data-api/index.ts'
 import { createNamespaceSql, type NamespaceSql } from './deploy/namespace-sql.ts'
 import { callFunction, callRoute, createFunctionHost, type FunctionHost } from './functions/index.ts'
@@ -118,6 +119,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   owner.route('/', domainRoutes({ db, clock, urls, baseUrl: deps.config.baseUrl }))
   owner.route('/', jobRoutes({ db, clock }))
   owner.route('/', cronRoutes({ db, clock }))
+  owner.route('/', customIntegrationRoutes({ db }))
   owner.route('/', appTokenRoutes({ db, clock, urls, revealKey }))
   base.route('/v1/apps', owner)
 

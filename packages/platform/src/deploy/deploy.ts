@@ -15,6 +15,7 @@ import type { User } from '../identity/index.ts'
 import { PLATFORM_SDK_VERSION, validateManifest } from '../manifest/index.ts'
 import { missingSecretWarnings, type SecretStore } from '../secrets/index.ts'
 import { deadLetterRemovedQueues } from '../jobs/index.ts'
+import { publishContract, publishedIntegrationsFor } from '../integrations/index.ts'
 import { readBundle, type Bundle, type Migration } from './bundle.ts'
 import { createNamespace, findNamespace, runAsRole, type Namespace } from './namespaces.ts'
 import { MAX_DEV_NAMESPACES } from './dev-names.ts'
@@ -78,38 +79,12 @@ export function releaseView(release: Release) {
   }
 }
 
-interface PublishedIntegration {
-  appSlug: string
-  capabilities: string[]
-  eventTypes: string[]
-}
-
-/** Integrations that other active apps of the organisation publish (for manifest checks). */
-async function publishedIntegrations(db: Queryable, app: App): Promise<Map<string, PublishedIntegration>> {
-  const published = new Map<string, PublishedIntegration>()
-  if (!app.organisationId) return published
-  const rows = await db.query<{ slug: string; name: string; capabilities: string[]; event_types: string[] }>(
-    `select a.slug, i ->> 'name' as name,
-            array(select c ->> 'name' from jsonb_array_elements(coalesce(i -> 'capabilities', '[]')) c) as capabilities,
-            array(select e ->> 'type' from jsonb_array_elements(coalesce(i -> 'events', '[]')) e) as event_types
-       from platform.apps a
-       join platform.releases r on r.id = a.active_release_id
-       cross join lateral (select r.manifest -> 'provides' -> 'integration' as i) p
-      where a.organisation_id = $1 and a.id <> $2 and a.status = 'active' and i is not null`,
-    [app.organisationId, app.id],
-  )
-  for (const row of rows) {
-    published.set(row.name, { appSlug: row.slug, capabilities: row.capabilities, eventTypes: row.event_types })
-  }
-  return published
-}
-
 /** Checks the bundle and its manifest without touching anything. */
 export async function checkBundle(db: Queryable, app: App, body: unknown) {
   const bundle = readBundle(body)
   const result = validateManifest(bundle.manifestText, {
     files: new Set(bundle.files.map((f) => f.path)),
-    publishedIntegrations: await publishedIntegrations(db, app),
+    publishedIntegrations: await publishedIntegrationsFor(db, app),
     platformSdkVersion: PLATFORM_SDK_VERSION,
   })
   if (!result.manifest || result.errors.length > 0) {
@@ -275,6 +250,8 @@ async function activateBundle(
         where id = $1`,
       [input.app.id, release.id, now, manifest.app.visibility ?? null, manifest.app.name ?? null],
     )
+    // The contract this release provides replaces what the app published (spec 2.6).
+    await publishContract(tx, { app: input.app, releaseId: release.id, contract: manifest.provides?.integration ?? null, now })
     await announceChange(tx, APP_CHANGED, `app:${input.app.id}`)
     return { release, migrationsApplied }
   })

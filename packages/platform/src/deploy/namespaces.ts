@@ -129,6 +129,9 @@ export async function createNamespace(
     [options.appId, environment, devName, schemaNameFor(options.slug, devName), `ns_${randomHex(6)}`],
   )
   const namespace = fromRow(row!)
+  // GRANTs on the shared schemas auth and extensions rewrite their ACL row: on PostgreSQL two
+  // first deploys at once failed "tuple concurrently updated". Namespace creation is serial.
+  await tx.query('select pg_advisory_xact_lock(hashtext($1))', ['namespace-create'])
   const [owner, user, system] = NAMESPACE_ROLES.map((role) => ident(roleName(namespace, role)))
   const schema = ident(namespace.schemaName)
   await tx.exec(`

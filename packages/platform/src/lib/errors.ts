@@ -73,6 +73,8 @@ export const ERROR_CODES = {
   DOMAIN_LIMIT_REACHED: 409,
   DOMAIN_NOT_FOUND: 404,
   AUTH_EXPIRED: 401,
+  // Organisation integrations (spec 2.6): another active app of the organisation publishes the name.
+  INTEGRATION_NAME_TAKEN: 409,
   // Connections (spec 2.8): no published integration of the person's organisation by that app and name; no
   // connection the caller can see.
   INTEGRATION_NOT_FOUND: 404,
