@@ -41,7 +41,7 @@ export async function accessReason(
  */
 export async function grantAccess(db: Queryable, app: App, grantee: User, grantedBy: User): Promise<void> {
   if (grantee.id === app.ownerId) throw new ServiceError('CONFLICT', 'the owner already has access')
-  checkMemberEligible(app, grantee, 'use')
+  checkMemberEligible({ app, member: grantee, role: 'use' })
   await db.query(
     `insert into platform.app_grants (app_id, user_id, granted_by) values ($1, $2, $3) on conflict do nothing`,
     [app.id, grantee.id, grantedBy.id])

@@ -39,7 +39,7 @@ interface Standing extends Record<string, unknown> {
   named_administer: boolean
 }
 
-/** One statement: everything both checks need, read live. Null when app or user is gone. */
+/** One statement: everything both checks need, read live. Undefined when app or user is gone. */
 async function standing(db: Queryable, userId: string, appId: string): Promise<Standing | undefined> {
   return first<Standing>(db,
     `select a.owner_id, a.organisation_id as app_organisation, u.organisation_id as user_organisation,
@@ -98,14 +98,15 @@ export async function readIntegrationAudience(db: Queryable, app: Pick<App, 'id'
     'select use_scope from platform.integration_audiences where app_id = $1', [app.id])
   const people = await db.query<{ audience: 'use' | 'administer'; user_id: string; email: string }>(
     `select p.audience, p.user_id, u.email from platform.integration_audience_people p
-       join platform.users u on u.id = p.user_id where p.app_id = $1 order by u.email`, [app.id])
+       join platform.users u on u.id = p.user_id where p.app_id = $1 order by u.email limit ${2 * MAX_AUDIENCE_PEOPLE}`, [app.id])
   const pick = (audience: 'use' | 'administer') =>
     people.filter((p) => p.audience === audience).map((p) => ({ userId: p.user_id, email: p.email }))
   return { useScope: scope?.use_scope ?? 'organisation', usePeople: pick('use'), administerPeople: pick('administer') }
 }
 
 /** The people a list of emails or user ids names, each checked to be of the app's organisation. */
-async function resolvePeople(db: Queryable, app: App, field: string, value: unknown): Promise<User[]> {
+async function resolvePeople(db: Queryable, input: { app: App; field: string; value: unknown }): Promise<User[]> {
+  const { app, field, value } = input
   if (!Array.isArray(value) || value.length > MAX_AUDIENCE_PEOPLE) {
     throw new ServiceError('VALIDATION_FAILED',
       `${field} must be a list of at most ${MAX_AUDIENCE_PEOPLE} email addresses or user ids`, { details: { field } })
@@ -135,8 +136,9 @@ async function resolvePeople(db: Queryable, app: App, field: string, value: unkn
  * transaction; the caller has checked the right to change them.
  */
 export async function setIntegrationAudience(
-  db: Queryable, app: App, by: User, body: Record<string, unknown>,
+  db: Queryable, input: { app: App; by: User; body: Record<string, unknown> },
 ): Promise<void> {
+  const { app, by, body } = input
   const known = new Set(['useScope', 'usePeople', 'administerPeople'])
   const unknown = Object.keys(body).find((key) => !known.has(key))
   if (unknown !== undefined) {
@@ -149,9 +151,9 @@ export async function setIntegrationAudience(
   if (body.useScope !== undefined && body.useScope !== 'organisation' && body.useScope !== 'people') {
     throw new ServiceError('VALIDATION_FAILED', 'useScope must be "organisation" or "people"', { details: { field: 'useScope' } })
   }
-  const usePeople = body.usePeople === undefined ? undefined : await resolvePeople(db, app, 'usePeople', body.usePeople)
+  const usePeople = body.usePeople === undefined ? undefined : await resolvePeople(db, { app, field: 'usePeople', value: body.usePeople })
   const administerPeople = body.administerPeople === undefined
-    ? undefined : await resolvePeople(db, app, 'administerPeople', body.administerPeople)
+    ? undefined : await resolvePeople(db, { app, field: 'administerPeople', value: body.administerPeople })
   await db.query(
     `insert into platform.integration_audiences (app_id, use_scope, updated_by, updated_at) values ($1, coalesce($2, 'organisation'), $3, now())
      on conflict (app_id) do update set use_scope = coalesce($2, platform.integration_audiences.use_scope),

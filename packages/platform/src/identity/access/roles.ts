@@ -58,7 +58,8 @@ function inAppOrganisation(app: Pick<App, 'organisationId'>, user: Pick<User, 'o
  * stored level, counted only while the person is confirmed, and above Use only while they
  * are a member of the app's organisation. Null: no role.
  */
-export async function effectiveRole(db: Queryable, app: App, user: User): Promise<AppRole | null> {
+export async function effectiveRole(db: Queryable, input: { app: App; user: User }): Promise<AppRole | null> {
+  const { app, user } = input
   if (app.ownerId === user.id) return 'administer'
   if (!user.emailConfirmedAt) return null
   const row = await first<{ role: AppRole }>(db,
@@ -68,7 +69,8 @@ export async function effectiveRole(db: Queryable, app: App, user: User): Promis
 }
 
 /**
- * The app `idOrSlug` when `user` holds at least `role` on it. APP_NOT_FOUND when the app
+ * The app `idOrSlug` when `user` holds at least `role` on it. Four positional parameters,
+ * against the two of STYLE.md, to read like `getOwnedApp(db, user, idOrSlug)` it replaces. APP_NOT_FOUND when the app
  * does not exist or the person holds no role (exactly as for others' apps); FORBIDDEN with
  * `details.role` and `details.required` when they hold a lower one.
  *
@@ -77,7 +79,7 @@ export async function effectiveRole(db: Queryable, app: App, user: User): Promis
  */
 export async function appForRole(db: Queryable, user: User, idOrSlug: string, role: AppRole): Promise<App> {
   const app = await findAppByIdOrSlug(db, idOrSlug)
-  const held = app ? await effectiveRole(db, app, user) : null
+  const held = app ? await effectiveRole(db, { app, user }) : null
   if (!app || !held) throw new ServiceError('APP_NOT_FOUND', `no app "${idOrSlug}" among your apps`)
   if (RANK[held] < RANK[role]) {
     throw new ServiceError('FORBIDDEN', `this needs ${ROLE_NAMES[role]} on "${app.slug}"; you hold ${ROLE_NAMES[held]}`, {
@@ -92,7 +94,8 @@ export async function appForRole(db: Queryable, user: User, idOrSlug: string, ro
  * person of another company (any role), a person of no company or an unconfirmed member
  * (Edit or Administer).
  */
-export function checkMemberEligible(app: App, member: User, role: AppRole): void {
+export function checkMemberEligible(input: { app: App; member: User; role: AppRole }): void {
+  const { app, member, role } = input
   if (member.id === app.ownerId) throw new ServiceError('CONFLICT', 'the owner already holds every role')
   if (member.organisationId !== null && member.organisationId !== app.organisationId) {
     throw new ServiceError('MEMBER_OUTSIDE_ORGANISATION',
@@ -106,9 +109,10 @@ export function checkMemberEligible(app: App, member: User, role: AppRole): void
 
 /** Gives `member` exactly `role` (adding or changing it); `created` when they had none. */
 export async function setMemberRole(
-  db: Queryable, app: App, member: User, role: AppRole, by: User,
+  db: Queryable, input: { app: App; member: User; role: AppRole; by: User },
 ): Promise<{ created: boolean }> {
-  checkMemberEligible(app, member, role)
+  const { app, member, role, by } = input
+  checkMemberEligible({ app, member, role })
   const rows = await db.query<{ created: boolean }>(
     `insert into platform.app_grants (app_id, user_id, granted_by, role) values ($1, $2, $3, $4)
      on conflict (app_id, user_id) do update set role = excluded.role, updated_at = now()
@@ -117,7 +121,8 @@ export async function setMemberRole(
 }
 
 /** Removes every role `userId` holds on the app; false when they held none. */
-export async function removeMember(db: Queryable, app: App, userId: string): Promise<boolean> {
+export async function removeMember(db: Queryable, input: { app: App; userId: string }): Promise<boolean> {
+  const { app, userId } = input
   const rows = await db.query('delete from platform.app_grants where app_id = $1 and user_id = $2 returning user_id', [app.id, userId])
   return rows.length > 0
 }
@@ -150,7 +155,8 @@ export async function listMembers(db: Queryable, app: App): Promise<Member[]> {
   return rows.map(memberFromRow)
 }
 
-export async function findMember(db: Queryable, app: App, userId: string): Promise<Member | null> {
+export async function findMember(db: Queryable, input: { app: App; userId: string }): Promise<Member | null> {
+  const { app, userId } = input
   const row = await first<MemberRow>(db, `${MEMBER_SELECT} where g.app_id = $1 and g.user_id = $2`, [app.id, userId])
   return row ? memberFromRow(row) : null
 }

@@ -70,15 +70,15 @@ export function grantRoutes(deps: { db: Db }) {
     const app = await administered(c)
     const role = roleFromBody(await readObject(c))
     const person = await personNamed(deps.db, c.req.param('member'))
-    const { created } = await setMemberRole(deps.db, app, person, role, c.var.user)
-    const member = (await findMember(deps.db, app, person.id))!
+    const { created } = await setMemberRole(deps.db, { app, member: person, role, by: c.var.user })
+    const member = (await findMember(deps.db, { app, userId: person.id }))!
     return c.json({ member: memberView(member) }, created ? 201 : 200)
   })
   routes.delete('/:appId/members/:member', async (c) => {
     const app = await administered(c)
     const value = c.req.param('member')
     const person = isUuid(value) ? { id: value } : await findUserByEmail(deps.db, normaliseEmail(value))
-    if (!person || !(await removeMember(deps.db, app, person.id))) {
+    if (!person || !(await removeMember(deps.db, { app, userId: person.id }))) {
       throw new ServiceError('NOT_FOUND', `${value} holds no role on this app`)
     }
     return c.body(null, 204)
@@ -92,7 +92,7 @@ export function grantRoutes(deps: { db: Db }) {
     requireConfirmed(c.var.user)
     const app = await administered(c)
     const body = await readObject(c)
-    await deps.db.transaction((tx) => setIntegrationAudience(tx, app, c.var.user, body))
+    await deps.db.transaction((tx) => setIntegrationAudience(tx, { app, by: c.var.user, body }))
     return c.json({ audience: audienceView(await readIntegrationAudience(deps.db, app)) })
   })
   return routes
