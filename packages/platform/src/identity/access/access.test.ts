@@ -131,6 +131,27 @@ describe(`app roles and integration audiences (${backend})`, () => {
     assert.equal((await api(cy, 'GET', '/v1/apps/vault/members')).body.error.code, 'APP_NOT_FOUND')
   })
 
+  test('Edit and integration use end when the person leaves the organisation or is unconfirmed, on the next request', async () => {
+    await setRole(owner, 'bo@acme.test', { role: 'edit' })
+    const provider = (await findAppBySlug(h.t.db, 'vault'))!
+    assert.equal((await deploy(bo, 'by bo')).status, 201)
+    const globex = (await findUserByEmail(h.t.db, 'rival@globex.test'))!.organisationId
+    const acme = (await findUserByEmail(h.t.db, 'bo@acme.test'))!.organisationId
+    // Accounts never move through the API; the rows are changed here to show the checks are live.
+    await h.t.db.query('update platform.users set organisation_id = $1 where id = $2', [globex, bo.userId])
+    const moved = await deploy(bo)
+    assert.equal(moved.status, 403)
+    assert.deepEqual(moved.body.error.details, { role: 'use', required: 'edit' })
+    assert.equal(await mayUseIntegration(h.t.db, { user: { id: bo.userId }, providerApp: provider }), false)
+    await h.t.db.query('update platform.users set organisation_id = $1, email_confirmed_at = null where id = $2', [acme, bo.userId])
+    assert.equal((await deploy(bo)).body.error.code, 'APP_NOT_FOUND')
+    assert.equal(await mayUseIntegration(h.t.db, { user: { id: bo.userId }, providerApp: provider }), false)
+    await h.t.db.query('update platform.users set email_confirmed_at = now() where id = $1', [bo.userId])
+    assert.equal((await deploy(bo, 'vault page')).status, 201)
+    assert.equal(await mayUseIntegration(h.t.db, { user: { id: bo.userId }, providerApp: provider }), true)
+    await api(owner, 'DELETE', '/v1/apps/vault/members/bo@acme.test')
+  })
+
   test('role requests are validated precisely', async () => {
     const cases: [unknown, string][] = [
       [{ role: 'owner' }, 'role'], [{ roles: [] }, 'roles'], [{ roles: ['use', 'admin'] }, 'roles'],
