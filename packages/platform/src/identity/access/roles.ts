@@ -69,10 +69,11 @@ export async function effectiveRole(db: Queryable, input: { app: App; user: User
 }
 
 /**
- * The app `idOrSlug` when `user` holds at least `role` on it. Four positional parameters,
- * against the two of STYLE.md, to read like `getOwnedApp(db, user, idOrSlug)` it replaces. APP_NOT_FOUND when the app
+ * The app `idOrSlug` when `user` holds at least `role` on it. APP_NOT_FOUND when the app
  * does not exist or the person holds no role (exactly as for others' apps); FORBIDDEN with
- * `details.role` and `details.required` when they hold a lower one.
+ * `details.role` and `details.required` when they hold a lower one. Four positional
+ * parameters, against STYLE.md's two, so it reads like `getOwnedApp(db, user, idOrSlug)`,
+ * which it replaces where roles apply.
  *
  * @example
  *   const app = await appForRole(db, c.var.user, c.req.param('appId'), 'edit')
