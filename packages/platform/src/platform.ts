@@ -27,6 +27,9 @@ import { devInvokeRoutes, logRoutes } from './functions/index.ts'
 import { createSecretStore, secretRoutes } from './secrets/index.ts'
 import { connectionKeyring, connectionPages, connectionRoutes, type ConnectionKeyring } from './integrations/connections/index.ts'
 import { customIntegrationRoutes } from './integrations/index.ts'
+import { bindingRoutes } from './integrations/bindings/index.ts'
+import { createBroker } from './integrations/broker.ts'
+import { createProviderInvoker } from './functions/provider-invoker.ts'
 import { createDataApi, createSchemaCache } from './data-api/index.ts'
 import { createNamespaceSql, type NamespaceSql } from './deploy/namespace-sql.ts'
 import { callFunction, callRoute, createFunctionHost, type FunctionHost } from './functions/index.ts'
@@ -120,6 +123,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   owner.route('/', jobRoutes({ db, clock }))
   owner.route('/', cronRoutes({ db, clock }))
   owner.route('/', customIntegrationRoutes({ db }))
+  owner.route('/', bindingRoutes({ db, clock }))
   owner.route('/', appTokenRoutes({ db, clock, urls, revealKey }))
   base.route('/v1/apps', owner)
 
@@ -136,9 +140,11 @@ export function createPlatform(deps: PlatformDeps): Platform {
     db, clock, logger, schemas: createSchemaCache(), secrets,
     bundlesDir: deps.bundlesDir ?? join(deps.config.dataDir ?? '.service', 'bundles'),
     jobs: { answer: (call) => jobs.answer(call) },
+    integrations: { answer: (call) => broker.answer(call) },
     ...(deps.config.functionMemoryMb === undefined ? {} : { memoryBudgetMb: deps.config.functionMemoryMb }),
     ...(deps.config.functionHeapMb === undefined ? {} : { maxHeapMb: deps.config.functionHeapMb }),
   })
+  const broker = createBroker({ db, clock, keyring, urls, invokeProvider: createProviderInvoker({ db, host: () => functions }) })
   const jobs = createJobs({ db, clock, logger, functions, production: deps.config.production, ...deps.jobs })
   const cron = createCronScheduler({ db, clock, logger, ...deps.cron })
 

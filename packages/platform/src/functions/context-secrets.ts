@@ -35,6 +35,11 @@ export interface SecretsContext {
   redactorFor(scope: SecretScope): Promise<Redactor>
   /** A redactor of the values handed to workers of the namespace (synchronous). */
   handedOut(scope: SecretScope): Redactor
+  /**
+   * Counts `values` as handed to the namespace's workers, so they are redacted like its own
+   * secrets (an integration invocation's connection values, provider-invocation.ts).
+   */
+  rememberHanded(scope: SecretScope, values: Iterable<string>): void
   /** Stops listening for secret changes. */
   close(): Promise<void>
 }
@@ -120,6 +125,10 @@ export function createSecretsContext(deps: { db: Db; clock: Clock; store: Secret
       const redactor = createRedactor([...values, ...handed.values])
       full.set(values, { generation: handed.generation, redactor })
       return redactor
+    },
+
+    rememberHanded(scope, values) {
+      for (const value of values) if (value.length > 0) remember(scope, value)
     },
 
     handedOut(scope) {

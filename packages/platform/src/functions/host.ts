@@ -14,7 +14,9 @@
  * each Function's entrypoint, access and timeout. Context calls are answered here: `log`
  * and `data` under the invocation's identity (`data` only until `dataAuthorizationMs` after
  * the start when the caller sets it: a custom-domain session, spec 5.5), `secrets` for the
- * invocation's namespace (context-secrets.ts), every other member NOT_IMPLEMENTED by name. Secret values of the
+ * invocation's namespace (context-secrets.ts; a provider's integration invocation reads its
+ * secrets overlay first, provider-invoker.ts), `integrations` by the broker
+ * (integrations/broker.ts), every other member NOT_IMPLEMENTED by name. Secret values of the
  * namespace are redacted from stored log lines, failures and worker diagnostics here, so
  * no caller sees an unredacted one. A development namespace (`resolveDev`) runs its own
  * active release in its own pools, schema and secrets.
@@ -42,7 +44,7 @@ import { createSecretsContext } from './context-secrets.ts'
 import { redactFailure } from './failures.ts'
 import { compileRoutes, type RouteMatch, type RouteMiss, type RouteTable } from './http-routes.ts'
 import { createFunctionPool, type ContextCall, type FunctionPool, type InvocationMeta, type InvokeResult } from './pool.ts'
-import type { WireHttpRoute } from './protocol.ts'
+import type { WireHttpRoute, WireIntegration } from './protocol.ts'
 
 /** Where `@service/server` resolves inside a worker. */
 export const DEFAULT_SDK_ENTRY = fileURLToPath(new URL('../../../server-sdk/src/index.ts', import.meta.url))
@@ -95,6 +97,28 @@ export interface FunctionHostDeps {
   readonly secrets: SecretStore
   /** Answers `ctx.jobs` (the jobs feature); without it `ctx.jobs` is NOT_IMPLEMENTED. */
   readonly jobs?: { answer(call: JobsContextCall): Promise<unknown> }
+  /** Answers `ctx.integrations` (the broker, integrations/broker.ts); without it NOT_IMPLEMENTED. */
+  readonly integrations?: { answer(call: IntegrationsContextCall): Promise<unknown> }
+}
+
+/** A `ctx.integrations` call with the invocation's app, release and person. */
+export interface IntegrationsContextCall {
+  readonly appId: string
+  readonly releaseId: string
+  readonly userId: string | null
+  readonly requestId: string
+  readonly method: string
+  readonly args: readonly unknown[]
+}
+
+/**
+ * A provider's integration invocation (provider-invocation.ts): `ctx.integration`, and the
+ * values `ctx.secrets.get(NAME)` returns first for this invocation only, redacted like the
+ * provider's own secrets.
+ */
+export interface IntegrationRunOptions {
+  readonly context: WireIntegration
+  readonly secrets: Readonly<Record<string, string>>
 }
 
 /** A `ctx.jobs` call with the invocation's namespace and caller, as the host knows them. */
@@ -122,7 +146,7 @@ export interface FunctionHost {
    * `dataAuthorizationMs`: `ctx.data` fails AUTH_EXPIRED this long (by the clock) after the
    * invocation starts (a custom-domain session, spec 5.5); without it, data works throughout.
    */
-  run(fn: ResolvedFunction, options: { input: unknown; user: InvocationUser | null; requestId?: string; http?: WireHttpRoute | null; bytes?: boolean; awaitLogs?: boolean; dataAuthorizationMs?: number } & JobRunOptions): Promise<InvokeResult>
+  run(fn: ResolvedFunction, options: { input: unknown; user: InvocationUser | null; requestId?: string; http?: WireHttpRoute | null; bytes?: boolean; awaitLogs?: boolean; dataAuthorizationMs?: number; integration?: IntegrationRunOptions } & JobRunOptions): Promise<InvokeResult>
   /** Closes pools unused for `poolIdleMs` (a timer runs it every minute). */
   reapIdle(): void
   /** Drains the pools of a development namespace that was deleted. */
@@ -204,6 +228,8 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
   const secrets = createSecretsContext({ db: deps.db, clock: deps.clock, store: deps.secrets })
   /** Each invocation's `ctx.log` lines: stored in batches, in call order, at most MAX_LOG_LINES_PER_INVOCATION. */
   const logs = new WeakMap<HostMeta, LogState>()
+  /** An integration invocation's secrets overlay (connection values), read before the namespace's secrets. */
+  const overlays = new WeakMap<HostMeta, Readonly<Record<string, string>>>()
   const idleMs = deps.poolIdleMs ?? DEFAULT_POOL_IDLE_MS
   const maxPools = deps.maxPools ?? DEFAULT_MAX_POOLS
   const reaper = setInterval(() => reapIdle(), REAP_INTERVAL_MS)
@@ -359,8 +385,19 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
         state.pending.push({ level: call.method, args: call.args })
         return await flushLogs(meta, state)
       }
-      case 'secrets':
+      case 'secrets': {
+        const overlay = overlays.get(meta)
+        const name = call.args[0]
+        if (overlay !== undefined && (call.method === 'get' || call.method === 'require') && typeof name === 'string' && Object.hasOwn(overlay, name)) {
+          return overlay[name]
+        }
         return await secrets.answer({ scope: { appId: meta.appId, devName: meta.devName }, releaseId: meta.releaseId, method: call.method, args: call.args })
+      }
+      case 'integrations':
+        if (deps.integrations === undefined) throw notImplemented('ctx.integrations')
+        return await deps.integrations.answer({
+          appId: meta.appId, releaseId: meta.releaseId, userId: meta.user?.id ?? null, requestId: meta.requestId, method: call.method, args: call.args,
+        })
       case 'data': {
         checkDataAuthorization(meta.identity, deps.clock.now())
         if (meta.namespace === null) throw new ServiceError('NOT_FOUND', 'this app has no database yet')
@@ -489,12 +526,17 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
         user: user ? { id: user.id } : null,
         job: options.job ?? null,
         http: options.http ?? null,
+        integration: options.integration?.context ?? null,
         appId: fn.app.id,
         releaseId: fn.releaseId,
         functionName: fn.declaration.name,
         namespace: await namespaceOf(fn),
         devName,
         identity,
+      }
+      if (options.integration !== undefined) {
+        overlays.set(meta, options.integration.secrets)
+        secrets.rememberHanded({ appId: meta.appId, devName }, Object.values(options.integration.secrets))
       }
       const timeoutMs = options.timeoutMs ?? fn.declaration.timeoutSeconds * 1000
       const { entry, done } = poolFor(meta, timeoutMs)

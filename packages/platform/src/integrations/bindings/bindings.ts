@@ -1,0 +1,227 @@
+/**
+ * Bindings (spec 2.7, 2.8, 3.5, 5.6): a consumer app's slot (`integrations.<slot>` of its
+ * active release) bound to one connection, granting the capabilities both the slot requests
+ * and the contract declares.
+ *
+ * Who binds: an `account: app` slot, a person who may Edit the consumer app, with a personal
+ * connection of their own or an organisation connection of an integration they may use; a
+ * `calling_user` slot, each person for themself, with a personal connection of their own,
+ * only on a page (never an agent: owner tokens get BINDING_NEEDS_PERSON).
+ *
+ * Delegation (3.5), computed by `bindingStanding` at every broker call and every listing:
+ * SUSPENDED while the binding's creator may not use the provider's integration (restored
+ * when the audience widens; nothing stored); REVOKED for good (stored) when a personal
+ * connection's owner leaves the organisation or, for an `account: app` slot, loses Edit on
+ * the consumer app.
+ */
+import { randomUUID } from 'node:crypto'
+import type { Db, Queryable } from '../../db/db.ts'
+import type { App } from '../../apps/apps.ts'
+import type { Clock } from '../../lib/clock.ts'
+import { ServiceError } from '../../lib/errors.ts'
+import type { IntegrationContract, IntegrationSlot, Manifest } from '../../manifest/index.ts'
+import { effectiveRole, findUserById, mayUseIntegration, type User } from '../../identity/index.ts'
+import { findConnection, seesConnection, type Connection } from '../connections/index.ts'
+import {
+  deleteActiveBinding, insertBinding, selectActiveBinding, selectPublishedContract, selectReleaseManifest, updateRevoked,
+  type BindingRow,
+} from './queries.ts'
+
+export interface Binding {
+  readonly id: string
+  readonly consumerAppId: string
+  readonly slot: string
+  readonly connectionId: string
+  /** The person of a `calling_user` binding; null for an `account: app` slot. */
+  readonly userId: string | null
+  readonly createdBy: string
+  readonly capabilities: readonly string[]
+  readonly createdAt: Date
+}
+
+/** How a binding stands right now. */
+export type BindingStanding = 'active' | 'suspended' | 'revoked'
+
+function toBinding(row: BindingRow): Binding {
+  return {
+    id: row.id, consumerAppId: row.consumer_app_id, slot: row.slot, connectionId: row.connection_id, userId: row.user_id,
+    createdBy: row.created_by, capabilities: row.capabilities, createdAt: new Date(row.created_at),
+  }
+}
+
+/** The published contract (and its provider app) an organisation knows by name, or null. */
+export async function publishedContract(
+  db: Queryable, key: { organisationId: string | null; name: string },
+): Promise<{ providerAppId: string; contract: IntegrationContract } | null> {
+  if (key.organisationId === null) return null
+  const row = await selectPublishedContract(db, { organisationId: key.organisationId, name: key.name })
+  return row ? { providerAppId: row.app_id, contract: row.contract } : null
+}
+
+/** The slots of the app's active production release (none without one). */
+export async function slotsOf(db: Queryable, app: App): Promise<Readonly<Record<string, IntegrationSlot>>> {
+  if (app.activeReleaseId === null) return {}
+  const manifest: Manifest | null = await selectReleaseManifest(db, app.activeReleaseId)
+  return manifest?.integrations ?? {}
+}
+
+function slotOf(slots: Readonly<Record<string, IntegrationSlot>>, app: App, slot: string): IntegrationSlot {
+  const declared = Object.hasOwn(slots, slot) ? slots[slot] : undefined
+  if (!declared) {
+    throw new ServiceError('SLOT_NOT_FOUND', `the active release of "${app.slug}" declares no integration slot "${slot.slice(0, 64)}"`,
+      { details: { slot: slot.slice(0, 64) } })
+  }
+  return declared
+}
+
+/** The binding of a slot for `userId` (null: the app's), or null. */
+export async function activeBinding(db: Queryable, key: { appId: string; slot: string; userId: string | null }): Promise<Binding | null> {
+  const row = await selectActiveBinding(db, key)
+  return row ? toBinding(row) : null
+}
+
+export interface BindingDeps {
+  readonly db: Db
+  readonly clock: Clock
+}
+
+/**
+ * Binds the consumer `app`'s `slot` to a connection for `actor`. `via: 'api'` is an owner
+ * token (an agent): `calling_user` slots refuse it. The caller has checked Edit on the app
+ * for `account: app` slots (appForRole); this checks everything about the connection.
+ *
+ * @example
+ *   const binding = await bindSlot(deps, { actor: user, app, slot: 'orders', connectionId, via: 'api' })
+ */
+export async function bindSlot(
+  deps: BindingDeps,
+  input: { actor: User; app: App; slot: string; connectionId: string; via: 'api' | 'page' },
+): Promise<Binding> {
+  const { actor, app } = input
+  const slot = slotOf(await slotsOf(deps.db, app), app, input.slot)
+  if (slot.account === 'calling_user' && input.via === 'api') {
+    throw new ServiceError('BINDING_NEEDS_PERSON',
+      `the slot "${input.slot}" is bound by each person for themself on a page, never through the API`, { details: { slot: input.slot } })
+  }
+  const published = await publishedContract(deps.db, { organisationId: app.organisationId, name: slot.integration })
+  if (!published) {
+    throw new ServiceError('INTEGRATION_NOT_FOUND', `no active app of the organisation publishes the integration "${slot.integration}"`,
+      { details: { integration: slot.integration } })
+  }
+  const connection = await findConnection(deps.db, input.connectionId)
+  if (!connection || !seesConnection(actor, connection)) {
+    throw new ServiceError('CONNECTION_NOT_FOUND', 'there is no connection you can see with this id')
+  }
+  if (connection.providerAppId !== published.providerAppId || connection.integration !== slot.integration) {
+    throw new ServiceError('VALIDATION_FAILED', `the connection is not a connection to the integration "${slot.integration}" the slot uses`,
+      { details: { field: 'connectionId' } })
+  }
+  if (connection.kind === 'personal' && connection.ownerId !== actor.id) {
+    throw new ServiceError('FORBIDDEN', 'only its owner binds a personal connection')
+  }
+  if (slot.account === 'calling_user' && connection.kind !== 'personal') {
+    throw new ServiceError('VALIDATION_FAILED', 'a calling_user slot is bound to a personal connection of the person', { details: { field: 'connectionId' } })
+  }
+  if (!(await mayUseIntegration(deps.db, { user: actor, providerApp: { id: published.providerAppId } }))) {
+    throw new ServiceError('FORBIDDEN', 'you are not in the Use audience of this integration; ask its administrators')
+  }
+  const offered = new Set(published.contract.capabilities.map((c) => c.name))
+  const capabilities = slot.capabilities.filter((name) => offered.has(name))
+  const userId = slot.account === 'calling_user' ? actor.id : null
+  const id = randomUUID()
+  await deps.db.transaction(async (tx) => {
+    await deleteActiveBinding(tx, { appId: app.id, slot: input.slot, userId })
+    await insertBinding(tx, {
+      id, appId: app.id, slot: input.slot, connectionId: connection.id, userId, createdBy: actor.id, capabilities, at: deps.clock.now(),
+    })
+  })
+  return (await activeBinding(deps.db, { appId: app.id, slot: input.slot, userId }))!
+}
+
+/** Unbinds the slot (the app's binding, or `actor`'s own for a `calling_user` slot); BINDING_NOT_FOUND when unbound. */
+export async function unbindSlot(db: Db, input: { actor: User; app: App; slot: string }): Promise<void> {
+  const slot = slotOf(await slotsOf(db, input.app), input.app, input.slot)
+  const userId = slot.account === 'calling_user' ? input.actor.id : null
+  const removed = await db.transaction((tx) => deleteActiveBinding(tx, { appId: input.app.id, slot: input.slot, userId }))
+  if (!removed) throw new ServiceError('BINDING_NOT_FOUND', `the slot "${input.slot}" is not bound`)
+}
+
+/**
+ * How a binding stands now (spec 3.5), revoking it (stored, for good) when a personal
+ * connection's owner left the consumer's organisation or, for an `account: app` slot, no
+ * longer holds Edit on the consumer app. Suspended (not stored) while the creator may not
+ * use the provider's integration, or when consumer, provider and connection no longer
+ * share one organisation.
+ */
+export async function bindingStanding(
+  deps: BindingDeps,
+  input: { binding: Binding; connection: Connection; consumer: App; providerAppId: string },
+): Promise<BindingStanding> {
+  const { binding, connection, consumer } = input
+  const revoke = async (reason: string): Promise<BindingStanding> => {
+    await updateRevoked(deps.db, { id: binding.id, reason, at: deps.clock.now() })
+    return 'revoked'
+  }
+  if (connection.kind === 'personal') {
+    const owner = connection.ownerId === null ? null : await findUserById(deps.db, connection.ownerId)
+    if (!owner || owner.organisationId === null || owner.organisationId !== consumer.organisationId) {
+      return revoke('the connection\'s owner left the organisation')
+    }
+    if (binding.userId === null) {
+      const role = await effectiveRole(deps.db, { app: consumer, user: owner })
+      if (role !== 'edit' && role !== 'administer') return revoke('the connection\'s owner no longer holds Edit on the app')
+    }
+  }
+  if (consumer.organisationId === null || connection.organisationId !== consumer.organisationId
+    || connection.providerAppId !== input.providerAppId) {
+    return 'suspended'
+  }
+  const creator = await findUserById(deps.db, binding.createdBy)
+  if (!creator || !(await mayUseIntegration(deps.db, { user: creator, providerApp: { id: input.providerAppId } }))) return 'suspended'
+  return 'active'
+}
+
+/** A slot with the state of its binding, for the app integration API. */
+export interface SlotView {
+  readonly slot: string
+  readonly integration: string
+  readonly account: IntegrationSlot['account']
+  readonly capabilities: readonly string[]
+  readonly binding: null | {
+    readonly id: string
+    readonly connectionId: string
+    readonly capabilities: readonly string[]
+    readonly createdBy: string
+    readonly createdAt: string
+    /** active, suspended (the creator may not use the integration now), revoked, or reconnect_required (the connection's status). */
+    readonly state: BindingStanding | 'reconnect_required'
+  }
+}
+
+/**
+ * The app's slots with their bindings (for a `calling_user` slot: the actor's own). Reading
+ * it applies revocation like a call does.
+ */
+export async function listSlots(deps: BindingDeps, input: { actor: User; app: App }): Promise<SlotView[]> {
+  const slots = await slotsOf(deps.db, input.app)
+  const views: SlotView[] = []
+  for (const [name, slot] of Object.entries(slots).sort(([a], [b]) => a.localeCompare(b))) {
+    const binding = await activeBinding(deps.db, { appId: input.app.id, slot: name, userId: slot.account === 'calling_user' ? input.actor.id : null })
+    let view: SlotView['binding'] = null
+    if (binding) {
+      const connection = await findConnection(deps.db, binding.connectionId)
+      const published = await publishedContract(deps.db, { organisationId: input.app.organisationId, name: slot.integration })
+      let state: BindingStanding | 'reconnect_required' = connection && published
+        ? await bindingStanding(deps, { binding, connection, consumer: input.app, providerAppId: published.providerAppId })
+        : 'suspended'
+      if (state === 'active' && connection?.status === 'reconnect_required') state = 'reconnect_required'
+      view = {
+        id: binding.id, connectionId: binding.connectionId, capabilities: binding.capabilities, createdBy: binding.createdBy,
+        createdAt: binding.createdAt.toISOString(), state,
+      }
+      if (state === 'revoked') view = null
+    }
+    views.push({ slot: name, integration: slot.integration, account: slot.account, capabilities: slot.capabilities, binding: view })
+  }
+  return views
+}

@@ -1,0 +1,337 @@
+/**
+ * Bindings and the broker end to end (spec 2.7, 3.5, 4.3, 5.5, 5.6, 7) with real Deno
+ * Functions: a provider app publishing "orders" and a consumer app whose Functions call it
+ * through `ctx.integrations.use(slot).call(operation, input)`. Every refusal code, typed
+ * error passthrough, Reconnect required, suspension and revocation, `calling_user` slots,
+ * the result limit, and a leak test: the credential value is nowhere outside the provider's
+ * `ctx.secrets`.
+ */
+import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
+import { after, before, describe, test } from 'node:test'
+import { backend } from '../../test/test-db.ts'
+import { bundle, manifest, ownerApi, startHarness, type Harness } from '../../test/harness.ts'
+import { capturedLog, type CapturedLog } from '../../test/captured-log.ts'
+import { findUserById } from '../identity/index.ts'
+import { findAppBySlug } from '../apps/apps.ts'
+import { createConnection } from './connections/connections.ts'
+
+const API_KEY = 'sk_live_broker_secret_7d1f0a9c3e'
+const ORG_KEY = 'sk_live_broker_org_secret_52bb81'
+const CAROL_KEY = 'sk_live_broker_carol_secret_e90c'
+const SECRETS = [API_KEY, ORG_KEY, CAROL_KEY]
+
+const PROVIDER = `functions:
+  - name: ordersImpl
+    entrypoint: functions/orders.ts
+    access: system
+    timeoutSeconds: 60
+provides:
+  integration:
+    name: orders
+    title: Orders
+    description: The shop's orders
+    credentials:
+      - name: SHOP_API_KEY
+        label: API key
+    capabilities:
+      - name: orders.read
+        description: Read orders
+      - name: orders.write
+        description: Change orders
+    operations:
+      - name: orders.list
+        capability: orders.read
+        function: ordersImpl
+        description: Lists orders
+      - name: orders.cancel
+        capability: orders.write
+        function: ordersImpl
+        description: Cancels an order
+`
+
+const PROVIDER_CODE = `import { defineFunction, errors, object, string } from '@service/server'
+export default defineFunction({
+  input: object({ mode: string() }),
+  async handler({ input, integration, secrets, log }) {
+    const key = await secrets.get('SHOP_API_KEY')
+    const digest = key === null ? null : Array.from(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(key))))
+      .map((b) => b.toString(16).padStart(2, '0')).join('')
+    log.info('the key is ' + key)
+    switch (input.mode) {
+      case 'typed': throw errors.notFound('ORDER_MISSING', 'no such order', { order: 7 })
+      case 'unauthorized': throw errors.unauthorized('TOKEN_REJECTED', 'the shop rejected the key ' + key)
+      case 'unavailable': throw errors.unavailable('SHOP_DOWN', 'try later')
+      case 'throw': throw new Error('exploded with ' + key)
+      case 'big': return 'x'.repeat(1024 * 1024 + 10)
+      default: return { integration: { connectionId: integration.connectionId, trigger: integration.trigger, operation: integration.operation, consumerAppId: integration.consumerAppId }, digest }
+    }
+  },
+})
+`
+
+const CONSUMER = `functions:
+  - name: callShop
+    entrypoint: functions/call.ts
+    access: public
+integrations:
+  shop:
+    provider: custom
+    integration: orders
+    account: app
+    cardinality: one
+    capabilities: [orders.read]
+  my_shop:
+    provider: custom
+    integration: orders
+    account: calling_user
+    cardinality: one
+    capabilities: [orders.read]
+`
+
+const CONSUMER_CODE = `import { boolean, defineFunction, object, optional, string } from '@service/server'
+export default defineFunction({
+  input: object({ slot: string(), operation: string(), mode: string(), badInput: optional(boolean()) }),
+  handler({ input, integrations }) {
+    return integrations.use(input.slot).call(input.operation, input.badInput ? { mode: 5 } : { mode: input.mode })
+  },
+})
+`
+
+function digest(value: string): string {
+  return createHash('sha256').update(value).digest('hex')
+}
+
+describe(`bindings and the broker (${backend})`, () => {
+  let h: Harness
+  let log: CapturedLog
+  let alice: { token: string; userId: string } // organisation administrator of Acme, owns the provider app
+  let bob: { token: string; userId: string } // member of Acme, owns the consumer app
+  let carol: { token: string; userId: string } // member of Acme, Edit on the consumer app later
+  let eve: { token: string; userId: string } // another organisation
+  let deskId: string
+  const seen: string[] = []
+
+  async function api(token: string, method: string, path: string, json?: unknown) {
+    const res = await ownerApi(h, token, method, path, json)
+    seen.push(res.text)
+    return res
+  }
+
+  async function deploy(token: string, slug: string, files: Record<string, string>) {
+    const res = await h.request(`/v1/apps/${slug}/deployments`, { token, json: bundle(files) })
+    assert.equal(res.status, 201, await res.text())
+  }
+
+  async function connection(userId: string, input: { kind: 'personal' | 'organisation'; key: string }): Promise<string> {
+    const actor = (await findUserById(h.t.db, userId))!
+    const shop = (await findAppBySlug(h.t.db, 'shop'))!
+    const { connection } = await createConnection({ db: h.t.db, clock: h.clock, keyring: h.platform.connectionKeyring }, {
+      actor,
+      integration: {
+        appId: shop.id, appSlug: 'shop', organisationId: shop.organisationId!, name: 'orders', title: 'Orders', description: '',
+        credentials: [{ name: 'SHOP_API_KEY', label: 'API key', secret: true, optional: false }], oauth: false,
+      },
+      kind: input.kind, label: `${input.kind} shop`, values: { SHOP_API_KEY: input.key },
+    })
+    return connection.id
+  }
+
+  /** Runs the consumer's Function as `userId` (null: anonymous) and gives its value or its error. */
+  async function call(input: { slot: string; operation?: string; mode?: string; badInput?: boolean; userId?: string | null; app?: string }) {
+    const app = (await findAppBySlug(h.t.db, input.app ?? 'desk'))!
+    const fn = (await h.platform.functions.resolve(app, 'callShop'))!
+    const result = await h.platform.functions.run(fn, {
+      input: { slot: input.slot, operation: input.operation ?? 'orders.list', mode: input.mode ?? 'ok', ...(input.badInput ? { badInput: true } : {}) },
+      user: input.userId ? { id: input.userId } : null,
+    })
+    seen.push(JSON.stringify(result))
+    if (result.ok) return { ok: true as const, value: result.value as any }
+    const error = result.error as { kind: string; code?: string; status?: number; message: string; details?: any }
+    return { ok: false as const, error }
+  }
+
+  function assertCode(result: Awaited<ReturnType<typeof call>>, code: string, status?: number) {
+    assert.equal(result.ok, false, JSON.stringify(result))
+    if (result.ok) return
+    assert.equal(result.error.code, code, JSON.stringify(result.error))
+    if (status !== undefined) assert.equal(result.error.status, status)
+  }
+
+  before(async () => {
+    log = capturedLog('debug')
+    h = await startHarness(undefined, { logger: log.logger })
+    alice = await h.createOwner('alice@acme.test', 'Acme')
+    bob = await h.createOwner('bob@acme.test', 'Acme')
+    carol = await h.createOwner('carol@acme.test', 'Acme')
+    eve = await h.createOwner('eve@globex.test', 'Globex')
+    assert.equal((await h.request('/v1/apps', { token: alice.token, json: { slug: 'shop', visibility: 'private' } })).status, 201)
+    await deploy(alice.token, 'shop', { 'service.yaml': manifest('shop', PROVIDER, 'private'), 'functions/orders.ts': PROVIDER_CODE })
+    assert.equal((await h.request('/v1/apps', { token: bob.token, json: { slug: 'desk', visibility: 'private' } })).status, 201)
+    await deploy(bob.token, 'desk', { 'service.yaml': manifest('desk', CONSUMER, 'private'), 'functions/call.ts': CONSUMER_CODE })
+    deskId = (await findAppBySlug(h.t.db, 'desk'))!.id
+  })
+  after(() => h.close())
+
+  test('an unbound app slot fails INTEGRATION_NOT_BOUND; the listing shows the slots unbound', async () => {
+    assertCode(await call({ slot: 'shop' }), 'INTEGRATION_NOT_BOUND', 409)
+    const listed = await api(bob.token, 'GET', '/v1/apps/desk/integrations')
+    assert.equal(listed.status, 200, listed.text)
+    assert.deepEqual(listed.body.slots.map((s: any) => [s.slot, s.account, s.binding]), [['my_shop', 'calling_user', null], ['shop', 'app', null]])
+  })
+
+  test('the owner agent binds its personal connection; a call runs the provider with ctx.integration and the credential only in ctx.secrets', async () => {
+    const id = await connection(bob.userId, { kind: 'personal', key: API_KEY })
+    const bound = await api(bob.token, 'PUT', '/v1/apps/desk/integrations/shop/binding', { connectionId: id })
+    assert.equal(bound.status, 200, bound.text)
+    assert.deepEqual(bound.body.binding.capabilities, ['orders.read'])
+    const result = await call({ slot: 'shop' })
+    assert.ok(result.ok, JSON.stringify(result))
+    assert.deepEqual(result.value.integration, { connectionId: id, trigger: 'operation', operation: 'orders.list', consumerAppId: deskId })
+    assert.equal(result.value.digest, digest(API_KEY), 'the provider read the connection\'s value through ctx.secrets')
+    const listed = await api(bob.token, 'GET', '/v1/apps/desk/integrations')
+    assert.equal(listed.body.slots.find((s: any) => s.slot === 'shop').binding.state, 'active')
+  })
+
+  test('refusals: unknown slot, unknown operation, capability not requested by the slot', async () => {
+    assertCode(await call({ slot: 'nope' }), 'SLOT_NOT_FOUND', 404)
+    assertCode(await call({ slot: 'shop', operation: 'orders.burn' }), 'INTEGRATION_OPERATION_NOT_FOUND', 404)
+    assertCode(await call({ slot: 'shop', operation: 'orders.cancel' }), 'INTEGRATION_CAPABILITY_NOT_GRANTED', 403)
+  })
+
+  test('binding refusals: calling_user slots through the API, others\' personal connections, people without Edit, unknown slots', async () => {
+    const bobs = await connection(bob.userId, { kind: 'personal', key: API_KEY })
+    const person = await api(bob.token, 'PUT', '/v1/apps/desk/integrations/my_shop/binding', { connectionId: bobs })
+    assert.equal(person.status, 403)
+    assert.equal(person.body.error.code, 'BINDING_NEEDS_PERSON')
+    assert.equal((await api(bob.token, 'PUT', '/v1/apps/desk/integrations/ghost/binding', { connectionId: bobs })).body.error.code, 'SLOT_NOT_FOUND')
+    assert.equal((await api(bob.token, 'PUT', '/v1/apps/desk/integrations/shop/binding', {})).body.error.code, 'VALIDATION_FAILED')
+    // Carol holds Use only: she may not bind into the app.
+    assert.equal((await api(bob.token, 'PUT', '/v1/apps/desk/members/carol@acme.test', { role: 'use' })).status, 201)
+    const carols = await connection(carol.userId, { kind: 'personal', key: CAROL_KEY })
+    const useOnly = await api(carol.token, 'PUT', '/v1/apps/desk/integrations/shop/binding', { connectionId: carols })
+    assert.equal(useOnly.status, 403)
+    assert.equal(useOnly.body.error.code, 'FORBIDDEN')
+    // Bob may not bind Carol's personal connection (he cannot even see it).
+    const others = await api(bob.token, 'PUT', '/v1/apps/desk/integrations/shop/binding', { connectionId: carols })
+    assert.equal(others.status, 404)
+    assert.equal(others.body.error.code, 'CONNECTION_NOT_FOUND')
+    // Eve, of another organisation, sees no such app.
+    assert.equal((await api(eve.token, 'GET', '/v1/apps/desk/integrations')).body.error.code, 'APP_NOT_FOUND')
+  })
+
+  test('an organisation connection is bound by anyone who may use the integration, into an app they may Edit', async () => {
+    const org = await connection(alice.userId, { kind: 'organisation', key: ORG_KEY })
+    const bound = await api(bob.token, 'PUT', '/v1/apps/desk/integrations/shop/binding', { connectionId: org })
+    assert.equal(bound.status, 200, bound.text)
+    const result = await call({ slot: 'shop' })
+    assert.ok(result.ok, JSON.stringify(result))
+    assert.equal(result.value.digest, digest(ORG_KEY))
+    assert.equal((await api(bob.token, 'DELETE', '/v1/apps/desk/integrations/shop/binding')).status, 204)
+    assertCode(await call({ slot: 'shop' }), 'INTEGRATION_NOT_BOUND')
+    assert.equal((await api(bob.token, 'DELETE', '/v1/apps/desk/integrations/shop/binding')).body.error.code, 'BINDING_NOT_FOUND')
+  })
+
+  test('typed 4xx errors reach the consumer unchanged; the provider\'s input schema stays authoritative', async () => {
+    const id = await connection(bob.userId, { kind: 'personal', key: API_KEY })
+    assert.equal((await api(bob.token, 'PUT', '/v1/apps/desk/integrations/shop/binding', { connectionId: id })).status, 200)
+    const typed = await call({ slot: 'shop', mode: 'typed' })
+    assertCode(typed, 'ORDER_MISSING', 404)
+    assert.ok(!typed.ok && typed.error.message === 'no such order')
+    assert.deepEqual(!typed.ok && typed.error.details, { order: 7 })
+    const invalid = await call({ slot: 'shop', badInput: true })
+    assert.equal(!invalid.ok && invalid.error.status, 400, JSON.stringify(invalid))
+  })
+
+  test('untyped failures are INTEGRATION_PROVIDER_FAILED, errors.unavailable INTEGRATION_PROVIDER_UNAVAILABLE (503, retryable), a result over 1 MiB INTEGRATION_RESULT_TOO_LARGE', async () => {
+    const failed = await call({ slot: 'shop', mode: 'throw' })
+    assertCode(failed, 'INTEGRATION_PROVIDER_FAILED', 502)
+    assertCode(await call({ slot: 'shop', mode: 'unavailable' }), 'INTEGRATION_PROVIDER_UNAVAILABLE', 503)
+    assertCode(await call({ slot: 'shop', mode: 'big' }), 'INTEGRATION_RESULT_TOO_LARGE', 502)
+  })
+
+  test('errors.unauthorized marks the connection Reconnect required; later calls fail the same without invoking the provider', async () => {
+    const id = await connection(bob.userId, { kind: 'personal', key: API_KEY })
+    assert.equal((await api(bob.token, 'PUT', '/v1/apps/desk/integrations/shop/binding', { connectionId: id })).status, 200)
+    assertCode(await call({ slot: 'shop', mode: 'unauthorized' }), 'INTEGRATION_RECONNECT_REQUIRED', 409)
+    const rows = await h.t.db.query<{ status: string }>('select status from platform.connections where id = $1', [id])
+    assert.equal(rows[0]!.status, 'reconnect_required')
+    // 'ok' would succeed if the provider ran.
+    assertCode(await call({ slot: 'shop', mode: 'ok' }), 'INTEGRATION_RECONNECT_REQUIRED', 409)
+    const listed = await api(bob.token, 'GET', '/v1/apps/desk/integrations')
+    assert.equal(listed.body.slots.find((s: any) => s.slot === 'shop').binding.state, 'reconnect_required')
+  })
+
+  test('narrowing the provider\'s Use audience suspends the binding; widening it restores the binding', async () => {
+    const id = await connection(bob.userId, { kind: 'personal', key: API_KEY })
+    assert.equal((await api(bob.token, 'PUT', '/v1/apps/desk/integrations/shop/binding', { connectionId: id })).status, 200)
+    assert.ok((await call({ slot: 'shop' })).ok)
+    const narrowed = await api(alice.token, 'PUT', '/v1/apps/shop/integration-audience', { useScope: 'people', usePeople: ['carol@acme.test'] })
+    assert.equal(narrowed.status, 200, narrowed.text)
+    assertCode(await call({ slot: 'shop' }), 'INTEGRATION_BINDING_SUSPENDED', 403)
+    const listed = await api(bob.token, 'GET', '/v1/apps/desk/integrations')
+    assert.equal(listed.body.slots.find((s: any) => s.slot === 'shop').binding.state, 'suspended')
+    assert.equal((await api(alice.token, 'PUT', '/v1/apps/shop/integration-audience', { useScope: 'organisation' })).status, 200)
+    const restored = await call({ slot: 'shop' })
+    assert.ok(restored.ok, JSON.stringify(restored))
+  })
+
+  test('a personal connection\'s owner who loses Edit on the consumer app revokes the binding for good', async () => {
+    assert.equal((await api(bob.token, 'PUT', '/v1/apps/desk/members/carol@acme.test', { role: 'edit' })).status, 200)
+    const carols = await connection(carol.userId, { kind: 'personal', key: CAROL_KEY })
+    const bound = await api(carol.token, 'PUT', '/v1/apps/desk/integrations/shop/binding', { connectionId: carols })
+    assert.equal(bound.status, 200, bound.text)
+    const ok = await call({ slot: 'shop' })
+    assert.ok(ok.ok && ok.value.digest === digest(CAROL_KEY), JSON.stringify(ok))
+    assert.equal((await api(bob.token, 'PUT', '/v1/apps/desk/members/carol@acme.test', { role: 'use' })).status, 200)
+    assertCode(await call({ slot: 'shop' }), 'INTEGRATION_BINDING_REVOKED', 403)
+    const rows = await h.t.db.query<{ status: string; revoked_reason: string }>(
+      'select status, revoked_reason from platform.integration_bindings where id = $1', [bound.body.binding.id])
+    assert.equal(rows[0]!.status, 'revoked')
+    // Edit given back: the binding stays revoked; the slot must be bound again.
+    assert.equal((await api(bob.token, 'PUT', '/v1/apps/desk/members/carol@acme.test', { role: 'edit' })).status, 200)
+    assertCode(await call({ slot: 'shop' }), 'INTEGRATION_NOT_BOUND')
+  })
+
+  test('a calling_user slot needs a signed-in person and that person\'s own binding (connectUrl to connect and bind)', async () => {
+    assertCode(await call({ slot: 'my_shop', userId: null }), 'INTEGRATION_USER_REQUIRED', 401)
+    const missing = await call({ slot: 'my_shop', userId: bob.userId })
+    assertCode(missing, 'INTEGRATION_CONNECTION_REQUIRED', 409)
+    assert.equal(!missing.ok && missing.error.details.connectUrl, 'http://auth.localhost:8787/connections/bind?app=desk&slot=my_shop')
+  })
+
+  test('a consumer pinning a runtime SDK below 2.2.0 is refused INTEGRATION_SDK_TOO_OLD', async () => {
+    assert.equal((await h.request('/v1/apps', { token: bob.token, json: { slug: 'old-desk', visibility: 'private' } })).status, 201)
+    const old = manifest('old-desk', `functions:
+  - name: callShop
+    entrypoint: functions/call.ts
+    access: public
+`, 'private').replace('version: 2.6.0', 'version: 2.1.0')
+    await deploy(bob.token, 'old-desk', { 'service.yaml': old, 'functions/call.ts': CONSUMER_CODE })
+    assertCode(await call({ slot: 'shop', app: 'old-desk' }), 'INTEGRATION_SDK_TOO_OLD', 400)
+  })
+
+  test('leak test: the credential values are in no platform table, log line or error body', async () => {
+    // The provider's log lines are stored after its invocations end: wait until they are.
+    for (let i = 0; i < 100; i++) {
+      const rows = await h.t.db.query<{ n: number }>(`select count(*)::int as n from platform.function_logs where message like '%the key is%'`)
+      if (rows[0]!.n >= 10) break
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    const columns = await h.t.db.query<{ table_name: string; column_name: string }>(
+      `select table_name, column_name from information_schema.columns
+        where table_schema = 'platform' and data_type in ('text', 'character varying', 'jsonb', 'json', 'bytea', 'ARRAY')`)
+    assert.ok(columns.length > 20)
+    for (const { table_name, column_name } of columns) {
+      for (const secret of SECRETS) {
+        const hits = await h.t.db.query(
+          `select 1 from platform."${table_name}" where position(convert_to($1, 'UTF8') in convert_to("${column_name}"::text, 'UTF8')) > 0 limit 1`, [secret])
+        assert.equal(hits.length, 0, `${secret} found in platform.${table_name}.${column_name}`)
+      }
+    }
+    const logged = await h.t.db.query<{ n: number }>(`select count(*)::int as n from platform.function_logs where message like '%the key is%'`)
+    assert.ok(logged[0]!.n > 0, 'the provider\'s log lines were stored (redacted)')
+    const text = log.text() + seen.join('\n')
+    for (const secret of SECRETS) assert.ok(!text.includes(secret), `${secret} appeared in a log line or error body`)
+  })
+})

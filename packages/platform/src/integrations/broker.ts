@@ -1,0 +1,224 @@
+/**
+ * The broker (spec 4.3, 5.5, 5.6, 7): answers `ctx.integrations.use(slot).call(operation,
+ * input)` from a consumer app's Function. At EVERY call, nothing cached: the consumer's
+ * runtime SDK (2.2.0 or later), the slot in the running release, the operation in the
+ * contract its organisation publishes now, the capability requested by the slot and granted
+ * by the binding, the binding's standing (bindings/: suspended, revoked), the person for a
+ * `calling_user` slot, and the connection's status. Then the provider's operation Function
+ * runs as a `system` invocation with the connection's credentials as an invocation-scoped
+ * secrets overlay (provider-invocation.ts), and its outcome is mapped:
+ * - a value: returned when its JSON is at most MAX_OPERATION_RESULT_BYTES;
+ * - a typed 4xx: passed through unchanged, except 401 (`errors.unauthorized`), which marks
+ *   the connection Reconnect required and fails INTEGRATION_RECONNECT_REQUIRED;
+ * - 503 (`errors.unavailable`) or a timeout: INTEGRATION_PROVIDER_UNAVAILABLE (503, so a queue
+ *   consumer's attempt is retryable);
+ * - anything else: INTEGRATION_PROVIDER_FAILED.
+ */
+import type { Db } from '../db/db.ts'
+import type { Clock } from '../lib/clock.ts'
+import { ServiceError, type ErrorCode } from '../lib/errors.ts'
+import type { HostUrls } from '../http/hosts.ts'
+import { SDK_GATES, sdkAtLeast, type Manifest } from '../manifest/index.ts'
+import { findAppByIdOrSlug } from '../apps/apps.ts'
+import { markReconnectRequired, readConnectionCredentials, type Connection, type ConnectionKeyring } from './connections/index.ts'
+import { activeBinding, bindingStanding, publishedContract } from './bindings/index.ts'
+import { selectReleaseManifest } from './bindings/queries.ts'
+import type { InvokeProvider, ProviderResult } from './provider-invocation.ts'
+
+/** Longest JSON text of an operation's result (spec 5.5: 1 MiB). */
+export const MAX_OPERATION_RESULT_BYTES = 1024 * 1024
+/** How long an operation may run (spec 5.5: 25 seconds). */
+export const OPERATION_TIMEOUT_MS = 25_000
+
+/** One `ctx.integrations` call, with the invocation as the Functions host knows it. */
+export interface IntegrationsCall {
+  readonly appId: string
+  readonly releaseId: string
+  readonly userId: string | null
+  readonly requestId: string
+  readonly method: string
+  readonly args: readonly unknown[]
+}
+
+/**
+ * Where an OAuth connection's fresh access token comes from (integrations/oauth, built
+ * beside this; `accessTokenFor`). Until it is wired, an OAuth contract's operations get no
+ * token in their overlay.
+ */
+export type AccessTokenSource = (input: { connectionId: string; requestId?: string }) => Promise<string>
+
+export interface BrokerDeps {
+  readonly db: Db
+  readonly clock: Clock
+  readonly keyring: ConnectionKeyring
+  readonly urls: HostUrls
+  readonly invokeProvider: InvokeProvider
+  readonly accessToken?: AccessTokenSource
+}
+
+export interface Broker {
+  answer(call: IntegrationsCall): Promise<unknown>
+}
+
+/** The page on `{auth_url}` where a person connects and binds a `calling_user` slot in one step. */
+export function connectAndBindPath(input: { app: string; slot: string }): string {
+  return `/connections/bind?app=${encodeURIComponent(input.app)}&slot=${encodeURIComponent(input.slot)}`
+}
+
+const MAX_MANIFESTS = 256
+
+/**
+ * @example
+ * const broker = createBroker({ db, clock, keyring, urls, invokeProvider })
+ * case 'integrations': return await broker.answer({ appId, releaseId, userId, requestId, method, args })
+ */
+export function createBroker(deps: BrokerDeps): Broker {
+  /** Release manifests never change once written; cached by release id. */
+  const manifests = new Map<string, Promise<Manifest | null>>()
+  function manifestOf(releaseId: string): Promise<Manifest | null> {
+    let entry = manifests.get(releaseId)
+    if (entry === undefined) {
+      if (manifests.size >= MAX_MANIFESTS) manifests.delete(manifests.keys().next().value!)
+      entry = selectReleaseManifest(deps.db, releaseId)
+      entry.catch(() => manifests.delete(releaseId))
+      manifests.set(releaseId, entry)
+    }
+    return entry
+  }
+
+  return {
+    async answer(call) {
+      if (call.method !== 'use.call') throw new ServiceError('BAD_REQUEST', `ctx.integrations has no method ${call.method.slice(0, 64)}`)
+      const [slotName, operationName, input] = call.args
+      if (typeof slotName !== 'string' || typeof operationName !== 'string') {
+        throw new ServiceError('BAD_REQUEST', 'ctx.integrations.use(slot).call(operation, input) takes a slot name and an operation name (strings)')
+      }
+      const manifest = await manifestOf(call.releaseId)
+      if (!manifest) throw new ServiceError('NOT_FOUND', 'the running release is gone')
+      const sdk = manifest.runtime.sdk.version
+      if (!sdkAtLeast(sdk, SDK_GATES.integrationSlots)) {
+        throw new ServiceError('INTEGRATION_SDK_TOO_OLD',
+          `ctx.integrations needs runtime SDK ${SDK_GATES.integrationSlots} or later; this release pins ${sdk}: raise runtime.sdk.version in service.yaml`,
+          { details: { sdk, required: SDK_GATES.integrationSlots } })
+      }
+      const slot = Object.hasOwn(manifest.integrations, slotName) ? manifest.integrations[slotName] : undefined
+      if (!slot) {
+        throw new ServiceError('SLOT_NOT_FOUND', `the release declares no integration slot "${slotName.slice(0, 64)}"; add it under integrations: in service.yaml`,
+          { details: { slot: slotName.slice(0, 64) } })
+      }
+      const consumer = await findAppByIdOrSlug(deps.db, call.appId)
+      if (!consumer) throw new ServiceError('NOT_FOUND', 'the app is gone')
+      const published = await publishedContract(deps.db, { organisationId: consumer.organisationId, name: slot.integration })
+      if (!published) {
+        throw new ServiceError('INTEGRATION_NOT_FOUND', `no active app of the organisation publishes the integration "${slot.integration}"`,
+          { details: { slot: slotName, integration: slot.integration } })
+      }
+      const operation = published.contract.operations.find((op) => op.name === operationName)
+      if (!operation) {
+        throw new ServiceError('INTEGRATION_OPERATION_NOT_FOUND', `the integration "${slot.integration}" has no operation "${operationName.slice(0, 128)}"`,
+          { details: { slot: slotName, operation: operationName.slice(0, 128) } })
+      }
+      if (!slot.capabilities.includes(operation.capability)) {
+        throw new ServiceError('INTEGRATION_CAPABILITY_NOT_GRANTED',
+          `the slot "${slotName}" does not request the capability "${operation.capability}" that "${operationName}" needs`,
+          { details: { slot: slotName, operation: operationName, capability: operation.capability } })
+      }
+      const connectUrl = slot.account === 'calling_user' ? `${deps.urls.auth}${connectAndBindPath({ app: consumer.slug, slot: slotName })}` : null
+      let userId: string | null = null
+      if (slot.account === 'calling_user') {
+        if (call.userId === null) {
+          throw new ServiceError('INTEGRATION_USER_REQUIRED', `the slot "${slotName}" acts for the signed-in person; sign in first`, { details: { slot: slotName } })
+        }
+        userId = call.userId
+      }
+      const connectionRequired = () => new ServiceError('INTEGRATION_CONNECTION_REQUIRED',
+        `connect your account for "${slot.integration}" to use this`, { details: { slot: slotName, connectUrl } })
+      const binding = await activeBinding(deps.db, { appId: consumer.id, slot: slotName, userId })
+      if (!binding) {
+        if (userId !== null) throw connectionRequired()
+        throw new ServiceError('INTEGRATION_NOT_BOUND', `the slot "${slotName}" is not bound to a connection; bind it with PUT /v1/apps/${consumer.slug}/integrations/${slotName}/binding`,
+          { details: { slot: slotName } })
+      }
+      if (!binding.capabilities.includes(operation.capability)) {
+        throw new ServiceError('INTEGRATION_CAPABILITY_NOT_GRANTED',
+          `the binding of "${slotName}" does not grant "${operation.capability}"; bind the slot again`,
+          { details: { slot: slotName, operation: operationName, capability: operation.capability } })
+      }
+      const { connection, values } = await readConnectionCredentials(deps.db, { keyring: deps.keyring, connectionId: binding.connectionId })
+        .catch((error: unknown) => {
+          if (error instanceof ServiceError && error.code === 'CONNECTION_NOT_FOUND') throw userId === null ? new ServiceError('INTEGRATION_NOT_BOUND', `the slot "${slotName}" is not bound to a connection`, { details: { slot: slotName } }) : connectionRequired()
+          throw error
+        })
+      const standing = await bindingStanding(deps, { binding, connection, consumer, providerAppId: published.providerAppId })
+      if (standing === 'revoked') {
+        if (userId !== null) throw connectionRequired()
+        throw new ServiceError('INTEGRATION_BINDING_REVOKED',
+          `the binding of "${slotName}" was revoked: its connection's owner no longer may bind it into this app; bind the slot again`,
+          { details: { slot: slotName } })
+      }
+      if (standing === 'suspended') {
+        throw new ServiceError('INTEGRATION_BINDING_SUSPENDED',
+          `the binding of "${slotName}" is suspended: the person who bound it may not use "${slot.integration}" now`, { details: { slot: slotName } })
+      }
+      if (connection.status === 'reconnect_required') throw reconnectRequired(slotName, connection, connectUrl)
+      const secrets: Record<string, string> = Object.fromEntries(values)
+      if (published.contract.authorization && deps.accessToken) {
+        // OAuth 2.0: the fresh access token under the contract's declared name.
+        secrets[published.contract.authorization.accessToken] = await deps.accessToken({ connectionId: connection.id, requestId: call.requestId })
+      }
+      const result = await deps.invokeProvider({
+        providerAppId: published.providerAppId,
+        functionName: operation.function,
+        input: input === undefined ? null : input,
+        integration: { connectionId: connection.id, trigger: 'operation', operation: operation.name, consumerAppId: consumer.id },
+        secrets,
+        mayEmit: false,
+        timeoutMs: OPERATION_TIMEOUT_MS,
+        requestId: call.requestId,
+      })
+      return await outcome(deps, { result, slot: slotName, connection, connectUrl })
+    },
+  }
+}
+
+function reconnectRequired(slot: string, connection: Connection, connectUrl: string | null): ServiceError {
+  return new ServiceError('INTEGRATION_RECONNECT_REQUIRED',
+    'the connection was rejected by the external system; someone who manages it must replace its credentials',
+    { details: { slot, connectionId: connection.id, ...(connectUrl === null ? {} : { connectUrl }) } })
+}
+
+async function outcome(
+  deps: BrokerDeps, input: { result: ProviderResult; slot: string; connection: Connection; connectUrl: string | null },
+): Promise<unknown> {
+  const { result, slot } = input
+  if (result.ok) {
+    const text = JSON.stringify(result.value ?? null)
+    if (Buffer.byteLength(text) > MAX_OPERATION_RESULT_BYTES) {
+      throw new ServiceError('INTEGRATION_RESULT_TOO_LARGE', `the provider's result is larger than ${MAX_OPERATION_RESULT_BYTES} bytes`,
+        { details: { slot, maxBytes: MAX_OPERATION_RESULT_BYTES } })
+    }
+    return result.value ?? null
+  }
+  if (result.kind === 'timeout') {
+    throw new ServiceError('INTEGRATION_PROVIDER_UNAVAILABLE', `the provider did not answer within ${OPERATION_TIMEOUT_MS / 1000} seconds`,
+      { details: { slot } })
+  }
+  if (result.kind === 'failed') {
+    throw new ServiceError('INTEGRATION_PROVIDER_FAILED', 'the provider failed', { details: { slot } })
+  }
+  const error = result.error
+  if (error.status === 401) {
+    await markReconnectRequired(deps.db, { connectionId: input.connection.id, reason: 'the provider answered unauthorized', at: deps.clock.now() })
+    throw reconnectRequired(slot, input.connection, input.connectUrl)
+  }
+  if (error.status === 503) {
+    throw new ServiceError('INTEGRATION_PROVIDER_UNAVAILABLE', 'the provider is unavailable; try again later', { details: { slot, code: error.code } })
+  }
+  if (error.status >= 400 && error.status < 500) {
+    // Typed 4xx errors reach the consumer unchanged (spec 7.1); the code is the provider's own.
+    throw new ServiceError(error.code as ErrorCode, error.message, {
+      status: error.status, ...(error.details === undefined ? {} : { details: error.details }),
+    })
+  }
+  throw new ServiceError('INTEGRATION_PROVIDER_FAILED', 'the provider failed', { details: { slot } })
+}
