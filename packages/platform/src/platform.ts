@@ -27,7 +27,7 @@ import { devInvokeRoutes, logRoutes } from './functions/index.ts'
 import { createSecretStore, secretRoutes } from './secrets/index.ts'
 import { connectionKeyring, connectionPages, connectionRoutes, type ConnectionKeyring } from './integrations/connections/index.ts'
 import { customIntegrationRoutes } from './integrations/index.ts'
-import { bindingRoutes } from './integrations/bindings/index.ts'
+import { bindPages, bindingRoutes } from './integrations/bindings/index.ts'
 import { createBroker } from './integrations/broker.ts'
 import { createProviderInvoker } from './functions/provider-invoker.ts'
 import { createDataApi, createSchemaCache } from './data-api/index.ts'
@@ -134,6 +134,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   })
   auth.route('/', appTokenPages({ db, clock, logger, urls, cookies, revealKey }))
   auth.route('/', cliLoginPages({ db, clock, logger, urls, cookies }))
+  auth.route('/', bindPages({ db, clock, logger, urls, cookies, keyring }))
   auth.route('/', connectionPages({ db, clock, logger, urls, cookies, keyring }))
 
   const functions = createFunctionHost({

@@ -12,6 +12,8 @@ import { after, before, describe, test } from 'node:test'
 import { backend } from '../../test/test-db.ts'
 import { bundle, manifest, ownerApi, startHarness, type Harness } from '../../test/harness.ts'
 import { capturedLog, type CapturedLog } from '../../test/captured-log.ts'
+import { CookieClient, field } from '../../test/cookie-client.ts'
+import { AUTH, approve, claim, requestLink } from '../../test/sign-in-flow.ts'
 import { findUserById } from '../identity/index.ts'
 import { findAppBySlug } from '../apps/apps.ts'
 import { createConnection } from './connections/connections.ts'
@@ -158,6 +160,15 @@ describe(`bindings and the broker (${backend})`, () => {
     if (status !== undefined) assert.equal(result.error.status, status)
   }
 
+  /** A browser signed in at the auth host as an existing, confirmed person. */
+  async function signedInBrowser(email: string): Promise<CookieClient> {
+    const b = new CookieClient(h)
+    const { requestId, link } = await requestLink(b, email)
+    assert.equal((await approve(b, link)).status, 200)
+    assert.equal((await claim(b, requestId)).status, 303)
+    return b
+  }
+
   before(async () => {
     log = capturedLog('debug')
     h = await startHarness(undefined, { logger: log.logger })
@@ -297,7 +308,33 @@ describe(`bindings and the broker (${backend})`, () => {
     assertCode(await call({ slot: 'my_shop', userId: null }), 'INTEGRATION_USER_REQUIRED', 401)
     const missing = await call({ slot: 'my_shop', userId: bob.userId })
     assertCode(missing, 'INTEGRATION_CONNECTION_REQUIRED', 409)
-    assert.equal(!missing.ok && missing.error.details.connectUrl, 'http://auth.localhost:8787/connections/bind?app=desk&slot=my_shop')
+    assert.equal(!missing.ok && missing.error.details.connectUrl, 'http://auth.localhost:8787/integrations/connect?app=desk&slot=my_shop')
+  })
+
+  test('the connectUrl page connects and binds the person\'s own account in one step; each person binds their own', async () => {
+    const b = await signedInBrowser('bob@acme.test')
+    const url = `${AUTH}/integrations/connect?app=desk&slot=my_shop`
+    const res = await b.fetch(url)
+    const html = await res.text()
+    assert.equal(res.status, 200, html)
+    assert.match(html, /name="value.SHOP_API_KEY" type="password"/)
+    const fields = { csrf: field(html, 'csrf'), app: 'desk', slot: 'my_shop', label: 'My shop', 'value.SHOP_API_KEY': API_KEY }
+    const { csrf: _csrf, ...withoutCsrf } = fields
+    assert.equal((await b.post(`${AUTH}/integrations/connect`, withoutCsrf)).status, 403, 'a form without the CSRF token is refused')
+    assert.equal((await b.post(`${AUTH}/integrations/connect`, fields, 'http://desk.localhost:8787')).status, 403, 'a form from another origin is refused')
+    const bound = await b.post(`${AUTH}/integrations/connect`, fields)
+    const boundHtml = await bound.text()
+    seen.push(boundHtml)
+    assert.equal(bound.status, 200, boundHtml)
+    assert.match(boundHtml, /id="bound"/)
+    const result = await call({ slot: 'my_shop', userId: bob.userId })
+    assert.ok(result.ok, JSON.stringify(result))
+    assert.equal(result.value.digest, digest(API_KEY))
+    // Carol has no binding of her own for this slot.
+    assertCode(await call({ slot: 'my_shop', userId: carol.userId }), 'INTEGRATION_CONNECTION_REQUIRED')
+    // An anonymous browser is sent to sign in first.
+    const anonymous = await new CookieClient(h).fetch(url)
+    assert.equal(anonymous.status, 302)
   })
 
   test('a consumer pinning a runtime SDK below 2.2.0 is refused INTEGRATION_SDK_TOO_OLD', async () => {

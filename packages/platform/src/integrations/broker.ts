@@ -21,7 +21,7 @@ import type { HostUrls } from '../http/hosts.ts'
 import { SDK_GATES, sdkAtLeast, type Manifest } from '../manifest/index.ts'
 import { findAppByIdOrSlug } from '../apps/apps.ts'
 import { markReconnectRequired, readConnectionCredentials, type Connection, type ConnectionKeyring } from './connections/index.ts'
-import { activeBinding, bindingStanding, publishedContract } from './bindings/index.ts'
+import { activeBinding, bindingStanding, connectAndBindPath, publishedContract } from './bindings/index.ts'
 import { selectReleaseManifest } from './bindings/queries.ts'
 import type { InvokeProvider, ProviderResult } from './provider-invocation.ts'
 
@@ -58,11 +58,6 @@ export interface BrokerDeps {
 
 export interface Broker {
   answer(call: IntegrationsCall): Promise<unknown>
-}
-
-/** The page on `{auth_url}` where a person connects and binds a `calling_user` slot in one step. */
-export function connectAndBindPath(input: { app: string; slot: string }): string {
-  return `/connections/bind?app=${encodeURIComponent(input.app)}&slot=${encodeURIComponent(input.slot)}`
 }
 
 const MAX_MANIFESTS = 256

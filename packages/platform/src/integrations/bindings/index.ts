@@ -5,3 +5,4 @@
 export { activeBinding, bindSlot, bindingStanding, listSlots, publishedContract, slotsOf, unbindSlot } from './bindings.ts'
 export type { Binding, BindingStanding, SlotView } from './bindings.ts'
 export { bindingRoutes } from './routes.ts'
+export { bindPages, connectAndBindPath } from './pages.ts'

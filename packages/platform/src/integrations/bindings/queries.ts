@@ -79,3 +79,20 @@ export async function selectPublishedContract(db: Queryable, key: { organisation
       where c.organisation_id = $1 and c.name = $2 and a.status = 'active'`,
     [key.organisationId, key.name])
 }
+
+export interface OwnConnectionRow extends Record<string, unknown> {
+  id: string
+  label: string
+  status: 'active' | 'reconnect_required'
+}
+
+/** The person's own personal connections to one integration (a read of connections' table, for the connect-and-bind page), newest first, bounded. */
+export async function selectOwnConnections(
+  db: Queryable, key: { userId: string; providerAppId: string; integration: string },
+): Promise<OwnConnectionRow[]> {
+  return db.query<OwnConnectionRow>(
+    `select id, label, status from platform.connections
+      where owner_id = $1 and provider_app_id = $2 and integration_name = $3 and kind = 'personal'
+      order by created_at desc, id limit 50`,
+    [key.userId, key.providerAppId, key.integration])
+}
