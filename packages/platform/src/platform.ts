@@ -27,6 +27,8 @@ import { devInvokeRoutes, logRoutes } from './functions/index.ts'
 import { createSecretStore, secretRoutes } from './secrets/index.ts'
 import { connectionKeyring, connectionPages, connectionRoutes, type ConnectionKeyring } from './integrations/connections/index.ts'
 import { customIntegrationRoutes } from './integrations/index.ts'
+import { createOAuth, type OAuth } from './integrations/oauth/index.ts'
+import type { InvokeProvider } from './integrations/provider-invocation.ts'
 import { bindPages, bindingRoutes } from './integrations/bindings/index.ts'
 import { createBroker } from './integrations/broker.ts'
 import { createProviderInvoker } from './functions/provider-invoker.ts'
@@ -55,6 +57,8 @@ export interface PlatformDeps {
   jobs?: JobsOptions
   /** Cron scheduler tuning (tick interval, lease length). */
   cron?: CronSchedulerOptions
+  /** Replaces how OAuth runs a provider's exchange and refresh Functions (tests). */
+  invokeProvider?: InvokeProvider
 }
 
 export interface Platform {
@@ -67,6 +71,8 @@ export interface Platform {
   appSql: NamespaceSql
   /** The keys connection credentials are sealed under (the broker reads them with it). */
   connectionKeyring: ConnectionKeyring
+  /** OAuth connections: `accessTokenFor` for the broker, sync and webhooks. */
+  oauth: OAuth
   /** Background jobs: `start()` runs the dispatcher and retention purge (main.ts does). */
   jobs: Jobs
   /** The cron scheduler: `start()` runs its loop (main.ts does); tests call `tick()`. */
@@ -98,6 +104,11 @@ export function createPlatform(deps: PlatformDeps): Platform {
     statementTimeoutMs: deps.config.statementTimeoutMs ?? 120_000,
   })
 
+  const oauth = createOAuth({
+    db, clock, logger, urls, cookies, keyring,
+    invokeProvider: deps.invokeProvider ?? createProviderInvoker({ db, host: () => functions }),
+  })
+
   const base = new Hono()
   base.get('/v1/health', (c) =>
     c.json({ status: 'ok', storage: { kind: db.kind, location: db.describe() }, sdkVersion: PLATFORM_SDK_VERSION }))
@@ -110,6 +121,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   base.route('/v1/onboarding', onboardingRoutes({ db, clock, mailer, urls, trustProxy }))
   base.route('/v1/organisation', organisationRoutes({ db, clock, mailer, urls }))
   base.route('/v1/connections', connectionRoutes({ db, clock, logger, urls }))
+  base.route('/', oauth.callbackRoutes)
   const owner = new Hono<OwnerEnv>()
   owner.use('*', requireOwner({ db, clock }))
   owner.route('/', appRoutes({ db, urls }))
@@ -123,6 +135,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   owner.route('/', jobRoutes({ db, clock }))
   owner.route('/', cronRoutes({ db, clock }))
   owner.route('/', customIntegrationRoutes({ db }))
+  owner.route('/', oauth.adminRoutes)
   owner.route('/', bindingRoutes({ db, clock }))
   owner.route('/', appTokenRoutes({ db, clock, urls, revealKey }))
   base.route('/v1/apps', owner)
@@ -135,7 +148,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
   auth.route('/', appTokenPages({ db, clock, logger, urls, cookies, revealKey }))
   auth.route('/', cliLoginPages({ db, clock, logger, urls, cookies }))
   auth.route('/', bindPages({ db, clock, logger, urls, cookies, keyring }))
-  auth.route('/', connectionPages({ db, clock, logger, urls, cookies, keyring }))
+  auth.route('/', oauth.pages)
+  auth.route('/', connectionPages({ db, clock, logger, urls, cookies, keyring, oauth: oauth.pageHooks }))
 
   const functions = createFunctionHost({
     db, clock, logger, schemas: createSchemaCache(), secrets,
@@ -175,6 +189,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     functions,
     appSql,
     connectionKeyring: keyring,
+    oauth,
     jobs,
     cron,
     ready: async () => {

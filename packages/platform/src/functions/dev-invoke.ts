@@ -3,7 +3,8 @@
  * later): `POST /v1/apps/:appId/dev/:devName/functions/:name/invoke` with
  * `{ input?, as?: 'owner' | 'anonymous' }` runs the Function of the development
  * namespace's active release, in that namespace (its schema, secrets and logs), with
- * development error detail. Any access level may be invoked, `system` included: the
+ * development error detail. Any access level may be invoked, `system` included (but not an
+ * integration's OAuth exchange and refresh Functions: INTEGRATION_OAUTH_FUNCTION_NOT_INVOCABLE): the
  * owner drives it, as the platform drives cron and queues. `as: 'owner'` (the default)
  * runs a `user` or `public` Function as the owner, signed in; `anonymous` without a user.
  *
@@ -19,6 +20,7 @@ import { getOwnedApp } from '../apps/apps.ts'
 import type { OwnerEnv } from '../identity/index.ts'
 import { readObject } from '../http/json.ts'
 import { activeReleaseOf, checkDevName } from '../deploy/dev-names.ts'
+import { refuseOAuthFunction } from '../integrations/oauth/index.ts'
 import { listFunctionLogs, MAX_LOG_PAGE } from './context-log.ts'
 import { failureResponse } from './failures.ts'
 import type { FunctionHost } from './host.ts'
@@ -46,6 +48,7 @@ export function devInvokeRoutes(deps: { db: Db; host: () => FunctionHost }) {
       }
       throw new ServiceError('FUNCTION_NOT_FOUND', `the development namespace ${devName} has no Function ${name.slice(0, 64)}`)
     }
+    await refuseOAuthFunction(deps.db, { releaseId: fn.releaseId, functionName: name })
     const user = as === 'owner' ? { id: c.var.user.id, email: c.var.user.email } : null
     const requestId = randomUUID()
     // No input is {}; an explicit null reaches the Function's schema as null.

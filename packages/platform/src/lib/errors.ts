@@ -95,6 +95,10 @@ export const ERROR_CODES = {
   INTEGRATION_RECONNECT_REQUIRED: 409,
   INTEGRATION_CONNECTION_REQUIRED: 409,
   INTEGRATION_USER_REQUIRED: 401,
+  // OAuth 2.0 (spec 4.4, 7.2): exchange or refresh invoked in development; a callback without a
+  // flow this browser started (unknown, used, expired or another browser's state).
+  INTEGRATION_OAUTH_FUNCTION_NOT_INVOCABLE: 400,
+  OAUTH_STATE_INVALID: 400,
 } as const
 
 export type ErrorCode = keyof typeof ERROR_CODES

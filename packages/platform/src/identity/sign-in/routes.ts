@@ -152,13 +152,17 @@ export function authRoutes(deps: AuthRouteDeps) {
     return row?.password_hash ?? null
   }
 
-  // Forms here end on app origins (claim -> /authorize -> app callback): allow those.
+  // Forms here end on app origins (claim -> /authorize -> app callback): allow those, beside
+  // any origin the page itself allowed (an OAuth connect form leads to the provider).
   const base = new URL(deps.urls.base)
   const formAction = `'self' ${base.protocol}//*.${base.host}`
   routes.use('*', async (c, next) => {
     await next()
     const policy = c.res.headers.get('content-security-policy')
-    if (policy) c.res.headers.set('content-security-policy', policy.replace(/form-action [^;]*/, `form-action ${formAction}`))
+    if (policy) {
+      c.res.headers.set('content-security-policy', policy.replace(/form-action ([^;]*)/, (_, sources: string) =>
+        `form-action ${[formAction, ...sources.split(' ').filter((source) => source !== '' && source !== "'self'")].join(' ')}`))
+    }
   })
 
   routes.onError((error, c) => {

@@ -322,7 +322,7 @@ describe(`connections (${backend})`, () => {
     assert.equal((await api('svc_owner_unknown', 'GET', '/v1/connections')).status, 401)
   })
 
-  test('an integration that declares OAuth 2.0 cannot be connected with a form yet', async () => {
+  test('an integration that declares OAuth 2.0 is connected by signing in at the provider: no connection exists before its callback (integrations/oauth)', async () => {
     assert.equal((await h.request('/v1/apps', { token: alice.token, json: { slug: 'crm', visibility: 'private' } })).status, 201)
     const deployed = await h.request('/v1/apps/crm/deployments', {
       token: alice.token,
@@ -330,13 +330,13 @@ describe(`connections (${backend})`, () => {
     })
     assert.equal(deployed.status, 201, await deployed.text())
     const page = await connectPage(aliceBrowser, 'crm', 'contacts')
-    assert.equal(page.res.status, 501)
-    assert.match(page.html, /OAuth 2.0/)
-    assert.doesNotMatch(page.html, /<form/)
+    assert.equal(page.res.status, 200)
+    assert.match(page.html, /Continue to sign in at the provider/)
     const before = await countConnections()
     const res = await aliceBrowser.post(`${AUTH}/connections/new`,
-      { csrf: aliceBrowser.cookie('auth.localhost:8787', 'svc_csrf')!, app: 'crm', integration: 'contacts', label: 'CRM', kind: 'personal', 'value.CRM_REGION': 'eu' })
-    assert.equal(res.status, 501)
+      { csrf: field(page.html, 'csrf'), app: 'crm', integration: 'contacts', label: 'CRM', kind: 'personal', 'value.CRM_REGION': 'eu' })
+    assert.equal(res.status, 303)
+    assert.match(res.headers.get('location')!, /^https:\/\/crm\.example\.com\/authorize\?response_type=code&/)
     assert.equal(await countConnections(), before)
   })
 

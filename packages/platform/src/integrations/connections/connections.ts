@@ -263,10 +263,14 @@ export interface ConnectionDeps {
  */
 export async function createConnection(
   deps: ConnectionDeps,
-  input: { actor: Actor; integration: PublishedIntegration; kind: ConnectionKind; label: string; values: Readonly<Record<string, string>> },
+  input: {
+    actor: Actor; integration: PublishedIntegration; kind: ConnectionKind; label: string; values: Readonly<Record<string, string>>
+    /** OAuth (integrations/oauth): the id chosen when the flow started, and the write of its tokens in the same transaction. */
+    oauth?: { id: string; store: (tx: Queryable, connectionId: string) => Promise<void> }
+  },
 ): Promise<{ connection: Connection; webhookToken: string }> {
   const { actor, integration } = input
-  if (integration.oauth) throw notImplemented('connecting an integration that declares OAuth 2.0')
+  if (integration.oauth && !input.oauth) throw notImplemented('connecting an integration that declares OAuth 2.0 without signing in')
   if (actor.organisationId !== integration.organisationId) {
     throw new ServiceError('INTEGRATION_NOT_FOUND', 'this integration is shared only inside its organisation')
   }
@@ -279,7 +283,7 @@ export async function createConnection(
   }
   const label = checkLabel(input.label)
   const values = checkCredentialValues(integration.credentials, input.values)
-  const id = randomUUID()
+  const id = input.oauth?.id ?? randomUUID()
   const webhookToken = newSecret(WEBHOOK_TOKEN_PREFIX)
   const { id: keyId, key } = currentKey(deps.keyring)
   const at = deps.clock.now()
@@ -291,6 +295,7 @@ export async function createConnection(
       webhookKeyId: keyId, at,
     })
     await sealCredentials(tx, { keyring: deps.keyring, connectionId: id, fields: integration.credentials, values })
+    await input.oauth?.store(tx, id)
   })
   const connection = await findConnection(deps.db, id)
   return { connection: connection!, webhookToken }
@@ -328,9 +333,13 @@ export async function managedConnection(db: Queryable, input: { actor: Actor; id
  */
 export async function replaceCredentials(
   deps: ConnectionDeps,
-  input: { actor: Actor; id: string; integration: PublishedIntegration; values: Readonly<Record<string, string>> },
+  input: {
+    actor: Actor; id: string; integration: PublishedIntegration; values: Readonly<Record<string, string>>
+    /** OAuth (integrations/oauth): writes the new tokens in the same transaction. */
+    oauth?: { store: (tx: Queryable, connectionId: string) => Promise<void> }
+  },
 ): Promise<Connection> {
-  if (input.integration.oauth) throw notImplemented('reconnecting an integration that declares OAuth 2.0')
+  if (input.integration.oauth && !input.oauth) throw notImplemented('reconnecting an integration that declares OAuth 2.0 without signing in')
   const values = checkCredentialValues(input.integration.credentials, input.values)
   const at = deps.clock.now()
   await deps.db.transaction(async (tx) => {
@@ -341,6 +350,7 @@ export async function replaceCredentials(
     }
     await deleteCredentials(tx, connection.id)
     await sealCredentials(tx, { keyring: deps.keyring, connectionId: connection.id, fields: input.integration.credentials, values })
+    await input.oauth?.store(tx, connection.id)
     await updateActivated(tx, { id: connection.id, at })
   })
   return (await findConnection(deps.db, input.id))!

@@ -5,9 +5,9 @@
  * Reconnect required. Values leave only through `readConnectionCredentials`.
  */
 export {
-  connectionKeyring, findConnection, findConnectionByWebhookToken, findPublishedIntegration, managesConnection,
-  markReconnectRequired, readConnectionCredentials, resealConnections, seesConnection,
+  checkCredentialValues, checkLabel, connectableKinds, connectionKeyring, createConnection, findConnection, findConnectionByWebhookToken, findPublishedIntegration, managesConnection,
+  managedConnection, markReconnectRequired, readConnectionCredentials, replaceCredentials, resealConnections, seesConnection,
 } from './connections.ts'
-export type { Connection, ConnectionCredentials, ConnectionKeyring, ConnectionKind, ConnectionStatus, PublishedIntegration } from './connections.ts'
+export type { Actor, Connection, ConnectionCredentials, ConnectionDeps, ConnectionKeyring, ConnectionKind, ConnectionStatus, PublishedIntegration } from './connections.ts'
 export { connectPagePath, connectionPages, webhookUrl } from './pages.ts'
 export { connectionRoutes } from './routes.ts'

@@ -24,6 +24,7 @@ import {
   connectableKinds, createConnection, findPublishedIntegration, managedConnection, readWebhookToken, removeConnection, replaceCredentials,
   visibleCredentialValues, type Connection, type ConnectionKeyring, type ConnectionKind, type PublishedIntegration,
 } from './connections.ts'
+import type { OAuthPageHooks } from '../oauth/index.ts'
 
 export interface ConnectionPageDeps {
   db: Db
@@ -32,6 +33,8 @@ export interface ConnectionPageDeps {
   urls: HostUrls
   cookies: CookieOptions
   keyring: ConnectionKeyring
+  /** Connecting integrations that declare OAuth 2.0 (integrations/oauth); without it their page answers 501. */
+  oauth?: OAuthPageHooks
 }
 
 /** Form fields carrying credential values are named `value.<FIELD NAME>`. */
@@ -68,7 +71,7 @@ function credentialInputs(integration: PublishedIntegration, kept: ReadonlyMap<s
 
 function connectForm(c: Context, input: {
   deps: ConnectionPageDeps; integration: PublishedIntegration; kinds: readonly ConnectionKind[]; label?: string; kind?: string
-  kept?: ReadonlyMap<string, string>; error?: string; status?: number
+  kept?: ReadonlyMap<string, string>; error?: string; status?: number; formAction?: string
 }): Response {
   const { integration } = input
   const kind = input.kinds.length === 2
@@ -89,8 +92,8 @@ function connectForm(c: Context, input: {
       <input id="label" name="label" required maxlength="100" value="${escapeHtml(input.label ?? '')}">
       ${kind}
       ${credentialInputs(integration, input.kept ?? new Map())}
-      <button>Connect</button>
-    </form>`, { status: input.status ?? 200 })
+      <button>${integration.oauth ? 'Continue to sign in at the provider' : 'Connect'}</button>
+    </form>`, { status: input.status ?? 200, ...(input.formAction ? { formAction: input.formAction } : {}) })
 }
 
 async function managePage(c: Context, input: {
@@ -105,7 +108,14 @@ async function managePage(c: Context, input: {
   const token = await readWebhookToken(deps.db, { keyring: deps.keyring, connectionId: connection.id })
   const csrf = csrfToken(c, deps.cookies)
   const visible = integration?.credentials.filter((field) => shown.has(field.name)) ?? []
-  const replace = integration
+  const replace = integration?.oauth
+    ? `<h2>Reconnect</h2>
+      <p class="muted">Sign in at the provider again${integration.credentials.length > 0 ? ' after entering every value again' : ''}; the connection becomes active with the new tokens.</p>
+      <form method="post" action="/connections/${escapeHtml(connection.id)}/credentials">${hidden('csrf', csrf)}
+        ${credentialInputs(integration, shown)}
+        <button>Reconnect at the provider</button>
+      </form>`
+    : integration
     ? `<h2>Replace the credentials</h2>
       <p class="muted">Enter every value again; the connection becomes active with them.</p>
       <form method="post" action="/connections/${escapeHtml(connection.id)}/credentials">${hidden('csrf', csrf)}
@@ -128,7 +138,10 @@ async function managePage(c: Context, input: {
     <h2>Remove</h2>
     <form method="post" action="/connections/${escapeHtml(connection.id)}/remove">${hidden('csrf', csrf)}
       <button>Remove this connection</button>
-    </form>`, { status: input.status ?? 200 })
+    </form>`, {
+    status: input.status ?? 200,
+    ...(integration?.oauth && deps.oauth ? { formAction: await deps.oauth.formAction(integration) } : {}),
+  })
 }
 
 /** An integration that declares OAuth 2.0 is connected by signing in at the provider, which comes later. */
@@ -159,10 +172,11 @@ export function connectionPages(deps: ConnectionPageDeps) {
     const user = await person(c, deps, connectPagePath({ app, integration: name }))
     if (user instanceof Response) return user
     const integration = await findPublishedIntegration(deps.db, { app, integration: name, actor: user })
-    if (integration.oauth) return oauthNotYet(c, integration)
+    if (integration.oauth && !deps.oauth) return oauthNotYet(c, integration)
     const kinds = await connectableKinds(deps.db, { actor: user, integration })
     if (kinds.length === 0) throw new ServiceError('FORBIDDEN', 'you are not in the Use audience of this integration; ask its administrators')
-    return connectForm(c, { deps, integration, kinds })
+    const formAction = integration.oauth && deps.oauth ? await deps.oauth.formAction(integration) : undefined
+    return connectForm(c, { deps, integration, kinds, ...(formAction ? { formAction } : {}) })
   })
 
   routes.post('/connections/new', async (c) => {
@@ -170,11 +184,14 @@ export function connectionPages(deps: ConnectionPageDeps) {
     const user = await person(c, deps, '/')
     if (user instanceof Response) return user
     const integration = await findPublishedIntegration(deps.db, { app: values.app ?? '', integration: values.integration ?? '', actor: user })
-    if (integration.oauth) return oauthNotYet(c, integration)
+    if (integration.oauth && !deps.oauth) return oauthNotYet(c, integration)
     const kind = values.kind === 'organisation' ? 'organisation' : values.kind === 'personal' ? 'personal' : null
     if (!kind) throw new ServiceError('VALIDATION_FAILED', 'choose who the connection belongs to', { details: { field: 'kind' } })
     const entered = enteredValues(values)
     try {
+      if (integration.oauth && deps.oauth) {
+        return await deps.oauth.start(c, { actor: user, integration, kind, label: values.label ?? '', values: entered })
+      }
       const { connection } = await createConnection(deps, { actor: user, integration, kind, label: values.label ?? '', values: entered })
       deps.logger.info('connection created', { connectionId: connection.id, integration: integration.name, providerAppId: integration.appId, kind })
       return c.redirect(`/connections/${connection.id}`, 303)
@@ -182,7 +199,10 @@ export function connectionPages(deps: ConnectionPageDeps) {
       if (!(error instanceof ServiceError) || error.code !== 'VALIDATION_FAILED') throw error
       const kept = new Map(integration.credentials.filter((field) => !field.secret).map((field) => [field.name, entered[field.name] ?? '']))
       const kinds = await connectableKinds(deps.db, { actor: user, integration })
-      return connectForm(c, { deps, integration, kinds, label: values.label ?? '', kind, kept, error: error.message, status: 400 })
+      const formAction = integration.oauth && deps.oauth ? await deps.oauth.formAction(integration) : undefined
+      return connectForm(c, {
+        deps, integration, kinds, label: values.label ?? '', kind, kept, error: error.message, status: 400, ...(formAction ? { formAction } : {}),
+      })
     }
   })
 
@@ -201,6 +221,9 @@ export function connectionPages(deps: ConnectionPageDeps) {
     const before = await managedConnection(deps.db, { actor: user, id: c.req.param('id') })
     const integration = await findPublishedIntegration(deps.db, { app: before.providerAppId, integration: before.integration, actor: user })
     try {
+      if (integration.oauth && deps.oauth) {
+        return await deps.oauth.start(c, { actor: user, integration, reconnect: before.id, values: enteredValues(values) })
+      }
       const connection = await replaceCredentials(deps, { actor: user, id: before.id, integration, values: enteredValues(values) })
       deps.logger.info('connection credentials replaced', { connectionId: connection.id, previousStatus: before.status })
       return managePage(c, { deps, user, connection, notice: 'The credentials were replaced; the connection is active.' })
