@@ -105,6 +105,8 @@ export interface FunctionHostDeps {
 export interface IntegrationsContextCall {
   readonly appId: string
   readonly releaseId: string
+  /** '' for production, else the development namespace. */
+  readonly devName: string
   readonly userId: string | null
   readonly requestId: string
   readonly method: string
@@ -396,7 +398,8 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
       case 'integrations':
         if (deps.integrations === undefined) throw notImplemented('ctx.integrations')
         return await deps.integrations.answer({
-          appId: meta.appId, releaseId: meta.releaseId, userId: meta.user?.id ?? null, requestId: meta.requestId, method: call.method, args: call.args,
+          appId: meta.appId, releaseId: meta.releaseId, devName: meta.devName, userId: meta.user?.id ?? null, requestId: meta.requestId,
+          method: call.method, args: call.args,
         })
       case 'data': {
         checkDataAuthorization(meta.identity, deps.clock.now())

@@ -337,6 +337,18 @@ describe(`bindings and the broker (${backend})`, () => {
     assert.equal(anonymous.status, 302)
   })
 
+  test('a development namespace never reaches real connections: INTEGRATION_TEST_CONNECTION_REQUIRED', async () => {
+    const res = await h.request('/v1/apps/desk/dev/d1/deployments', {
+      token: bob.token, json: bundle({ 'service.yaml': manifest('desk', CONSUMER, 'private'), 'functions/call.ts': CONSUMER_CODE }),
+    })
+    assert.equal(res.status, 201, await res.text())
+    const app = (await findAppBySlug(h.t.db, 'desk'))!
+    const fn = (await h.platform.functions.resolveDev(app, 'd1', 'callShop'))!
+    const result = await h.platform.functions.run(fn, { input: { slot: 'shop', operation: 'orders.list', mode: 'ok' }, user: null })
+    seen.push(JSON.stringify(result))
+    assert.equal(!result.ok && result.error.kind === 'service' && result.error.code, 'INTEGRATION_TEST_CONNECTION_REQUIRED', JSON.stringify(result))
+  })
+
   test('a consumer pinning a runtime SDK below 2.2.0 is refused INTEGRATION_SDK_TOO_OLD', async () => {
     assert.equal((await h.request('/v1/apps', { token: bob.token, json: { slug: 'old-desk', visibility: 'private' } })).status, 201)
     const old = manifest('old-desk', `functions:
@@ -355,14 +367,15 @@ describe(`bindings and the broker (${backend})`, () => {
       if (rows[0]!.n >= 10) break
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
-    const columns = await h.t.db.query<{ table_name: string; column_name: string }>(
-      `select table_name, column_name from information_schema.columns
+    const columns = await h.t.db.query<{ table_name: string; column_name: string; data_type: string }>(
+      `select table_name, column_name, data_type from information_schema.columns
         where table_schema = 'platform' and data_type in ('text', 'character varying', 'jsonb', 'json', 'bytea', 'ARRAY')`)
     assert.ok(columns.length > 20)
-    for (const { table_name, column_name } of columns) {
+    for (const { table_name, column_name, data_type } of columns) {
+      const value = data_type === 'bytea' ? `"${column_name}"` : `convert_to("${column_name}"::text, 'UTF8')`
       for (const secret of SECRETS) {
         const hits = await h.t.db.query(
-          `select 1 from platform."${table_name}" where position(convert_to($1, 'UTF8') in convert_to("${column_name}"::text, 'UTF8')) > 0 limit 1`, [secret])
+          `select 1 from platform."${table_name}" where position(convert_to($1, 'UTF8') in ${value}) > 0 limit 1`, [secret])
         assert.equal(hits.length, 0, `${secret} found in platform.${table_name}.${column_name}`)
       }
     }

@@ -34,6 +34,8 @@ export const OPERATION_TIMEOUT_MS = 25_000
 export interface IntegrationsCall {
   readonly appId: string
   readonly releaseId: string
+  /** '' for production, else the development namespace. */
+  readonly devName: string
   readonly userId: string | null
   readonly requestId: string
   readonly method: string
@@ -87,6 +89,12 @@ export function createBroker(deps: BrokerDeps): Broker {
       const [slotName, operationName, input] = call.args
       if (typeof slotName !== 'string' || typeof operationName !== 'string') {
         throw new ServiceError('BAD_REQUEST', 'ctx.integrations.use(slot).call(operation, input) takes a slot name and an operation name (strings)')
+      }
+      if (call.devName !== '') {
+        // Development namespaces never reach real connections (spec 7.2); test connections come later.
+        throw new ServiceError('INTEGRATION_TEST_CONNECTION_REQUIRED',
+          'a development namespace calls integrations only through a test connection, which this platform does not offer yet; deploy to production to call it',
+          { details: { devName: call.devName } })
       }
       const manifest = await manifestOf(call.releaseId)
       if (!manifest) throw new ServiceError('NOT_FOUND', 'the running release is gone')
