@@ -159,7 +159,11 @@ export function createPlatform(deps: PlatformDeps): Platform {
     ...(deps.config.functionMemoryMb === undefined ? {} : { memoryBudgetMb: deps.config.functionMemoryMb }),
     ...(deps.config.functionHeapMb === undefined ? {} : { maxHeapMb: deps.config.functionHeapMb }),
   })
-  const broker = createBroker({ db, clock, keyring, urls, invokeProvider: createProviderInvoker({ db, host: () => functions }) })
+  const broker = createBroker({
+    db, clock, keyring, urls,
+    invokeProvider: createProviderInvoker({ db, host: () => functions }),
+    accessToken: (input) => oauth.accessTokenFor(input),
+  })
   const jobs = createJobs({ db, clock, logger, functions, production: deps.config.production, ...deps.jobs })
   const cron = createCronScheduler({ db, clock, logger, ...deps.cron })
 

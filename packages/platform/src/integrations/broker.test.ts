@@ -17,11 +17,68 @@ import { AUTH, approve, claim, requestLink } from '../../test/sign-in-flow.ts'
 import { findUserById } from '../identity/index.ts'
 import { findAppBySlug } from '../apps/apps.ts'
 import { createConnection } from './connections/connections.ts'
+import { insertConnection } from './connections/queries.ts'
+import { storeTokens } from './oauth/tokens.ts'
 
 const API_KEY = 'sk_live_broker_secret_7d1f0a9c3e'
 const ORG_KEY = 'sk_live_broker_org_secret_52bb81'
 const CAROL_KEY = 'sk_live_broker_carol_secret_e90c'
-const SECRETS = [API_KEY, ORG_KEY, CAROL_KEY]
+const ACCESS_TOKEN = 'oauth_access_token_broker_4c2e9b7d'
+const SECRETS = [API_KEY, ORG_KEY, CAROL_KEY, ACCESS_TOKEN]
+
+const OAUTH_PROVIDER = `secrets:
+  CRM_CLIENT_SECRET: required
+functions:
+  - name: contactsImpl
+    entrypoint: functions/contacts.ts
+    access: system
+  - name: swapCode
+    entrypoint: functions/contacts.ts
+    access: system
+provides:
+  integration:
+    name: contacts
+    title: Contacts
+    description: The CRM's contacts
+    authorization:
+      type: oauth2
+      authorizationUrl: https://crm.example.com/authorize
+      clientId: crm-client
+      scopes: [contacts]
+      exchange: swapCode
+    capabilities:
+      - name: contacts.read
+        description: Read contacts
+    operations:
+      - name: contacts.list
+        capability: contacts.read
+        function: contactsImpl
+        description: Lists contacts
+`
+
+const OAUTH_PROVIDER_CODE = `import { defineFunction, object, string } from '@service/server'
+export default defineFunction({
+  input: object({ mode: string() }),
+  async handler({ secrets }) {
+    const token = await secrets.get('OAUTH_ACCESS_TOKEN')
+    return Array.from(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(token ?? ''))))
+      .map((b) => b.toString(16).padStart(2, '0')).join('')
+  },
+})
+`
+
+const OAUTH_CONSUMER = `functions:
+  - name: callShop
+    entrypoint: functions/call.ts
+    access: public
+integrations:
+  crm:
+    provider: custom
+    integration: contacts
+    account: app
+    cardinality: one
+    capabilities: [contacts.read]
+`
 
 const PROVIDER = `functions:
   - name: ordersImpl
@@ -358,6 +415,27 @@ describe(`bindings and the broker (${backend})`, () => {
 `, 'private').replace('version: 2.6.0', 'version: 2.1.0')
     await deploy(bob.token, 'old-desk', { 'service.yaml': old, 'functions/call.ts': CONSUMER_CODE })
     assertCode(await call({ slot: 'shop', app: 'old-desk' }), 'INTEGRATION_SDK_TOO_OLD', 400)
+  })
+
+  test('an OAuth 2.0 connection\'s access token reaches the operation as ctx.secrets OAUTH_ACCESS_TOKEN', async () => {
+    assert.equal((await h.request('/v1/apps', { token: alice.token, json: { slug: 'crm', visibility: 'private' } })).status, 201)
+    await deploy(alice.token, 'crm', { 'service.yaml': manifest('crm', OAUTH_PROVIDER, 'private'), 'functions/contacts.ts': OAUTH_PROVIDER_CODE })
+    assert.equal((await h.request('/v1/apps', { token: bob.token, json: { slug: 'crm-desk', visibility: 'private' } })).status, 201)
+    await deploy(bob.token, 'crm-desk', { 'service.yaml': manifest('crm-desk', OAUTH_CONSUMER, 'private'), 'functions/call.ts': CONSUMER_CODE })
+    // A connection as the OAuth flow leaves it (the flow itself is tested in oauth/): its tokens sealed, not expiring soon.
+    const crm = (await findAppBySlug(h.t.db, 'crm'))!
+    const id = crypto.randomUUID()
+    await insertConnection(h.t.db, {
+      id, organisationId: crm.organisationId!, providerAppId: crm.id, integrationName: 'contacts', kind: 'personal', ownerId: bob.userId,
+      createdBy: bob.userId, label: 'My CRM', webhookTokenHash: digest(id), webhookTokenEncrypted: 'unused', webhookKeyId: 'k1', at: h.clock.now(),
+    })
+    await storeTokens(h.t.db, {
+      keyring: h.platform.connectionKeyring, clock: h.clock, connectionId: id, tokens: { accessToken: ACCESS_TOKEN, refreshToken: null, expiresIn: 3600 },
+    })
+    assert.equal((await api(bob.token, 'PUT', '/v1/apps/crm-desk/integrations/crm/binding', { connectionId: id })).status, 200)
+    const result = await call({ slot: 'crm', operation: 'contacts.list', app: 'crm-desk' })
+    assert.ok(result.ok, JSON.stringify(result))
+    assert.equal(result.value, digest(ACCESS_TOKEN))
   })
 
   test('leak test: the credential values are in no platform table, log line or error body', async () => {

@@ -43,9 +43,9 @@ export interface IntegrationsCall {
 }
 
 /**
- * Where an OAuth connection's fresh access token comes from (integrations/oauth, built
- * beside this; `accessTokenFor`). Until it is wired, an OAuth contract's operations get no
- * token in their overlay.
+ * Where an OAuth connection's fresh access token comes from (integrations/oauth
+ * `accessTokenFor`: refreshed when it expires within a minute, once per connection; fails
+ * INTEGRATION_RECONNECT_REQUIRED with `details.connectUrl` when the refresh is rejected).
  */
 export type AccessTokenSource = (input: { connectionId: string; requestId?: string }) => Promise<string>
 
