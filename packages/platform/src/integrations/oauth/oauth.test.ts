@@ -9,11 +9,7 @@
  */
 import assert from 'node:assert/strict'
 import { createHash, randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { createPlatform } from '../../platform.ts'
 import { ManualClock } from '../../lib/clock.ts'
 import { newSecret } from '../../lib/crypto.ts'
 import { ServiceError } from '../../lib/errors.ts'
@@ -21,7 +17,8 @@ import { openPostgres } from '../../db/postgres.ts'
 import { backend, createTestDb, type TestDb } from '../../../test/test-db.ts'
 import { BASE, bundle, manifest, ownerApi, type Harness } from '../../../test/harness.ts'
 import { CookieClient, field } from '../../../test/cookie-client.ts'
-import { AUTH, approve, claim, requestLink } from '../../../test/sign-in-flow.ts'
+import { AUTH } from '../../../test/sign-in-flow.ts'
+import { signedInBrowser, startPlatform } from './test-platform.ts'
 import { capturedLog, type CapturedLog } from '../../../test/captured-log.ts'
 import type { InvokeProvider, ProviderInvocation, ProviderResult } from '../provider-invocation.ts'
 
@@ -130,51 +127,6 @@ class FakeAuthorizationServer {
     }
     return { ok: false, kind: 'failed', message: `no Function ${invocation.functionName}` }
   }
-}
-
-/** A platform over `t` with the fake provider, as harness.ts builds one (it takes no invoker). */
-async function startPlatform(
-  t: TestDb,
-  input: { invokeProvider: InvokeProvider; masterKey: Uint8Array; clock: ManualClock; operatorKey: string; logger: CapturedLog['logger'] },
-): Promise<Harness> {
-  const bundlesDir = mkdtempSync(join(tmpdir(), 'service-bundles-'))
-  const platform = createPlatform({
-    bundlesDir,
-    config: { baseUrl: new URL(BASE), production: false, smtpUrl: null, mailFrom: 'Service <no-reply@localhost>', registration: true },
-    masterKey: input.masterKey, db: t.db, clock: input.clock, logger: input.logger, operatorKey: input.operatorKey,
-    invokeProvider: input.invokeProvider,
-  })
-  const request: Harness['request'] = (path, init = {}) => {
-    const { host, token, json, ...rest } = init
-    const url = new URL(path, BASE)
-    if (host) url.host = `${host}.${url.host}`
-    const headers = new Headers(rest.headers)
-    if (token) headers.set('authorization', `Bearer ${token}`)
-    if (json !== undefined) headers.set('content-type', 'application/json')
-    return platform.fetch(new Request(url, { ...rest, headers, ...(json !== undefined ? { body: JSON.stringify(json), method: rest.method ?? 'POST' } : {}) }))
-  }
-  return {
-    t, platform, clock: input.clock, operatorKey: input.operatorKey, request,
-    async createOwner(email, company = 'Acme') {
-      const res = await request('/v1/operator/users', { token: input.operatorKey, json: { email, company } })
-      if (res.status !== 201) throw new Error(`create owner failed: ${res.status} ${await res.text()}`)
-      const body = (await res.json()) as { token: string; user: { id: string } }
-      return { token: body.token, userId: body.user.id }
-    },
-    async close() {
-      await platform.close()
-      rmSync(bundlesDir, { recursive: true, force: true })
-      await t.cleanup()
-    },
-  }
-}
-
-async function signedInBrowser(h: Harness, email: string): Promise<CookieClient> {
-  const b = new CookieClient(h)
-  const { requestId, link } = await requestLink(b, email)
-  assert.equal((await approve(b, link)).status, 200)
-  assert.equal((await claim(b, requestId)).status, 303)
-  return b
 }
 
 describe(`OAuth connections (${backend})`, () => {

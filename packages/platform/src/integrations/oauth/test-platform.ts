@@ -1,0 +1,63 @@
+/**
+ * Test support for OAuth: a platform built like test/harness.ts but with a given
+ * `invokeProvider`, master key and clock (two platforms over one database share them, as two
+ * processes of one deployment do), and a browser signed in at the auth host.
+ */
+import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createPlatform } from '../../platform.ts'
+import type { ManualClock } from '../../lib/clock.ts'
+import type { Logger } from '../../lib/logger.ts'
+import type { TestDb } from '../../../test/test-db.ts'
+import { BASE, type Harness } from '../../../test/harness.ts'
+import { CookieClient } from '../../../test/cookie-client.ts'
+import { approve, claim, requestLink } from '../../../test/sign-in-flow.ts'
+import type { InvokeProvider } from '../provider-invocation.ts'
+
+/** A platform over `t` with the fake provider, as harness.ts builds one (it takes no invoker). */
+export async function startPlatform(
+  t: TestDb,
+  input: { invokeProvider: InvokeProvider; masterKey: Uint8Array; clock: ManualClock; operatorKey: string; logger: Logger },
+): Promise<Harness> {
+  const bundlesDir = mkdtempSync(join(tmpdir(), 'service-bundles-'))
+  const platform = createPlatform({
+    bundlesDir,
+    config: { baseUrl: new URL(BASE), production: false, smtpUrl: null, mailFrom: 'Service <no-reply@localhost>', registration: true },
+    masterKey: input.masterKey, db: t.db, clock: input.clock, logger: input.logger, operatorKey: input.operatorKey,
+    invokeProvider: input.invokeProvider,
+  })
+  const request: Harness['request'] = (path, init = {}) => {
+    const { host, token, json, ...rest } = init
+    const url = new URL(path, BASE)
+    if (host) url.host = `${host}.${url.host}`
+    const headers = new Headers(rest.headers)
+    if (token) headers.set('authorization', `Bearer ${token}`)
+    if (json !== undefined) headers.set('content-type', 'application/json')
+    return platform.fetch(new Request(url, { ...rest, headers, ...(json !== undefined ? { body: JSON.stringify(json), method: rest.method ?? 'POST' } : {}) }))
+  }
+  return {
+    t, platform, clock: input.clock, operatorKey: input.operatorKey, request,
+    async createOwner(email, company = 'Acme') {
+      const res = await request('/v1/operator/users', { token: input.operatorKey, json: { email, company } })
+      if (res.status !== 201) throw new Error(`create owner failed: ${res.status} ${await res.text()}`)
+      const body = (await res.json()) as { token: string; user: { id: string } }
+      return { token: body.token, userId: body.user.id }
+    },
+    async close() {
+      await platform.close()
+      rmSync(bundlesDir, { recursive: true, force: true })
+      await t.cleanup()
+    },
+  }
+}
+
+export async function signedInBrowser(h: Harness, email: string): Promise<CookieClient> {
+  const b = new CookieClient(h)
+  const { requestId, link } = await requestLink(b, email)
+  assert.equal((await approve(b, link)).status, 200)
+  assert.equal((await claim(b, requestId)).status, 303)
+  return b
+}
+
