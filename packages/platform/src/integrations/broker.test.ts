@@ -19,6 +19,7 @@ import { findAppBySlug } from '../apps/apps.ts'
 import { createConnection } from './connections/connections.ts'
 import { insertConnection } from './connections/queries.ts'
 import { storeTokens } from './oauth/tokens.ts'
+import { isRetryable } from '../jobs/dispatcher.ts'
 
 const API_KEY = 'sk_live_broker_secret_7d1f0a9c3e'
 const ORG_KEY = 'sk_live_broker_org_secret_52bb81'
@@ -314,7 +315,10 @@ describe(`bindings and the broker (${backend})`, () => {
   test('untyped failures are INTEGRATION_PROVIDER_FAILED, errors.unavailable INTEGRATION_PROVIDER_UNAVAILABLE (503, retryable), a result over 1 MiB INTEGRATION_RESULT_TOO_LARGE', async () => {
     const failed = await call({ slot: 'shop', mode: 'throw' })
     assertCode(failed, 'INTEGRATION_PROVIDER_FAILED', 502)
-    assertCode(await call({ slot: 'shop', mode: 'unavailable' }), 'INTEGRATION_PROVIDER_UNAVAILABLE', 503)
+    const unavailable = await call({ slot: 'shop', mode: 'unavailable' })
+    assertCode(unavailable, 'INTEGRATION_PROVIDER_UNAVAILABLE', 503)
+    assert.equal(!unavailable.ok && isRetryable(unavailable.error as never), true, 'a queue consumer that lets it through is retried')
+    assert.equal(!failed.ok && isRetryable(failed.error as never), false, 'an untyped provider failure is terminal')
     assertCode(await call({ slot: 'shop', mode: 'big' }), 'INTEGRATION_RESULT_TOO_LARGE', 502)
   })
 
@@ -359,6 +363,25 @@ describe(`bindings and the broker (${backend})`, () => {
     // Edit given back: the binding stays revoked; the slot must be bound again.
     assert.equal((await api(bob.token, 'PUT', '/v1/apps/desk/members/carol@acme.test', { role: 'edit' })).status, 200)
     assertCode(await call({ slot: 'shop' }), 'INTEGRATION_NOT_BOUND')
+  })
+
+  test('a personal connection\'s owner who leaves the organisation revokes the binding', async () => {
+    const carols = await connection(carol.userId, { kind: 'personal', key: CAROL_KEY })
+    const bound = await api(carol.token, 'PUT', '/v1/apps/desk/integrations/shop/binding', { connectionId: carols })
+    assert.equal(bound.status, 200, bound.text)
+    assert.ok((await call({ slot: 'shop' })).ok)
+    const globex = (await h.t.db.query<{ organisation_id: string }>('select organisation_id from platform.users where id = $1', [eve.userId]))[0]!.organisation_id
+    const acme = (await h.t.db.query<{ organisation_id: string }>('select organisation_id from platform.users where id = $1', [carol.userId]))[0]!.organisation_id
+    await h.t.db.query('update platform.users set organisation_id = $1 where id = $2', [globex, carol.userId])
+    try {
+      assertCode(await call({ slot: 'shop' }), 'INTEGRATION_BINDING_REVOKED', 403)
+    } finally {
+      await h.t.db.query('update platform.users set organisation_id = $1 where id = $2', [acme, carol.userId])
+    }
+    // Back in the organisation: still revoked for good.
+    assertCode(await call({ slot: 'shop' }), 'INTEGRATION_NOT_BOUND')
+    const rows = await h.t.db.query<{ status: string }>('select status from platform.integration_bindings where id = $1', [bound.body.binding.id])
+    assert.equal(rows[0]!.status, 'revoked')
   })
 
   test('a calling_user slot needs a signed-in person and that person\'s own binding (connectUrl to connect and bind)', async () => {
