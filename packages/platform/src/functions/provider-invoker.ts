@@ -30,7 +30,8 @@ export function createProviderInvoker(deps: { db: Db; host: () => FunctionHost }
     const result = await host.run(fn, {
       input: invocation.input,
       user: null,
-      timeoutMs: invocation.timeoutMs,
+      // The caller's limit (25 seconds for operations), or the Function's own when shorter.
+      timeoutMs: Math.min(invocation.timeoutMs, fn.declaration.timeoutSeconds * 1000),
       integration: { context: invocation.integration, secrets: invocation.secrets },
       ...(invocation.requestId === undefined ? {} : { requestId: invocation.requestId }),
     })

@@ -86,6 +86,10 @@ const PROVIDER = `functions:
     entrypoint: functions/orders.ts
     access: system
     timeoutSeconds: 60
+  - name: slowImpl
+    entrypoint: functions/slow.ts
+    access: system
+    timeoutSeconds: 1
 provides:
   integration:
     name: orders
@@ -104,6 +108,10 @@ provides:
         capability: orders.read
         function: ordersImpl
         description: Lists orders
+      - name: orders.slow
+        capability: orders.read
+        function: slowImpl
+        description: Never answers in time
       - name: orders.cancel
         capability: orders.write
         function: ordersImpl
@@ -235,7 +243,13 @@ describe(`bindings and the broker (${backend})`, () => {
     carol = await h.createOwner('carol@acme.test', 'Acme')
     eve = await h.createOwner('eve@globex.test', 'Globex')
     assert.equal((await h.request('/v1/apps', { token: alice.token, json: { slug: 'shop', visibility: 'private' } })).status, 201)
-    await deploy(alice.token, 'shop', { 'service.yaml': manifest('shop', PROVIDER, 'private'), 'functions/orders.ts': PROVIDER_CODE })
+    await deploy(alice.token, 'shop', {
+      'service.yaml': manifest('shop', PROVIDER, 'private'),
+      'functions/orders.ts': PROVIDER_CODE,
+      'functions/slow.ts': `import { defineFunction, object, string } from '@service/server'
+export default defineFunction({ input: object({ mode: string() }), handler: () => new Promise(() => {}) })
+`,
+    })
     assert.equal((await h.request('/v1/apps', { token: bob.token, json: { slug: 'desk', visibility: 'private' } })).status, 201)
     await deploy(bob.token, 'desk', { 'service.yaml': manifest('desk', CONSUMER, 'private'), 'functions/call.ts': CONSUMER_CODE })
     deskId = (await findAppBySlug(h.t.db, 'desk'))!.id
@@ -312,7 +326,7 @@ describe(`bindings and the broker (${backend})`, () => {
     assert.equal(!invalid.ok && invalid.error.status, 400, JSON.stringify(invalid))
   })
 
-  test('untyped failures are INTEGRATION_PROVIDER_FAILED, errors.unavailable INTEGRATION_PROVIDER_UNAVAILABLE (503, retryable), a result over 1 MiB INTEGRATION_RESULT_TOO_LARGE', async () => {
+  test('untyped failures are INTEGRATION_PROVIDER_FAILED, errors.unavailable and timeouts INTEGRATION_PROVIDER_UNAVAILABLE (503, retryable), a result over 1 MiB INTEGRATION_RESULT_TOO_LARGE', async () => {
     const failed = await call({ slot: 'shop', mode: 'throw' })
     assertCode(failed, 'INTEGRATION_PROVIDER_FAILED', 502)
     const unavailable = await call({ slot: 'shop', mode: 'unavailable' })
@@ -320,6 +334,8 @@ describe(`bindings and the broker (${backend})`, () => {
     assert.equal(!unavailable.ok && isRetryable(unavailable.error as never), true, 'a queue consumer that lets it through is retried')
     assert.equal(!failed.ok && isRetryable(failed.error as never), false, 'an untyped provider failure is terminal')
     assertCode(await call({ slot: 'shop', mode: 'big' }), 'INTEGRATION_RESULT_TOO_LARGE', 502)
+    // The provider's Function declares a 1-second timeout (shorter than the broker's 25 seconds) and never answers.
+    assertCode(await call({ slot: 'shop', operation: 'orders.slow' }), 'INTEGRATION_PROVIDER_UNAVAILABLE', 503)
   })
 
   test('errors.unauthorized marks the connection Reconnect required; later calls fail the same without invoking the provider', async () => {
