@@ -407,6 +407,19 @@ describe(`OAuth connections (${backend})`, () => {
     assert.equal(hidden.body.error.code, 'INTEGRATION_NOT_FOUND')
   })
 
+  test('the exchange and refresh Functions cannot be invoked in development', async () => {
+    const dev = await ownerApi(h, alice.token, 'POST', '/v1/apps/crm/dev/alice/deployments',
+      bundle({ 'service.yaml': manifest('crm', PROVIDER, 'private'), 'functions/list.ts': 'export default 1' }))
+    assert.equal(dev.status, 201, dev.text)
+    for (const name of ['swapCode', 'renewToken']) {
+      const before = server.invocations.length
+      const res = await ownerApi(h, alice.token, 'POST', `/v1/apps/crm/dev/alice/functions/${name}/invoke`, { input: { code: 'x', refreshToken: 'y' } })
+      assert.equal(res.status, 400, res.text)
+      assert.equal(res.body.error.code, 'INTEGRATION_OAUTH_FUNCTION_NOT_INVOCABLE')
+      assert.equal(server.invocations.length, before)
+    }
+  })
+
   test('no token or code appears as plaintext in any platform table, log line or response', async () => {
     const values = server.issued.filter((v) => v.startsWith('at_') || v.startsWith('rt_') || v.startsWith('code_'))
     assert.ok(values.length > 10)
