@@ -20,6 +20,7 @@ import { createConnection } from './connections/connections.ts'
 import { insertConnection } from './connections/queries.ts'
 import { storeTokens } from './oauth/tokens.ts'
 import { isRetryable } from '../jobs/dispatcher.ts'
+import { signIn } from '../../test/data-fixture.ts'
 
 const API_KEY = 'sk_live_broker_secret_7d1f0a9c3e'
 const ORG_KEY = 'sk_live_broker_org_secret_52bb81'
@@ -431,6 +432,17 @@ export default defineFunction({ input: object({ mode: string() }), handler: () =
     // An anonymous browser is sent to sign in first.
     const anonymous = await new CookieClient(h).fetch(url)
     assert.equal(anonymous.status, 302)
+    // Uncaught by the consumer, the error reaches the person's browser with connectUrl.
+    const signedIn = await signIn(h, 'desk', 'carol@acme.test')
+    const res2 = await h.request('/_service/functions/callShop', {
+      host: 'desk', method: 'POST', headers: { authorization: `Bearer ${signedIn.accessToken}` },
+      body: JSON.stringify({ slot: 'my_shop', operation: 'orders.list', mode: 'ok' }),
+    })
+    const body = await res2.text()
+    seen.push(body)
+    assert.equal(res2.status, 409, body)
+    assert.equal(JSON.parse(body).error.code, 'INTEGRATION_CONNECTION_REQUIRED')
+    assert.equal(JSON.parse(body).error.details.connectUrl, 'http://auth.localhost:8787/integrations/connect?app=desk&slot=my_shop')
   })
 
   test('a development namespace never reaches real connections: INTEGRATION_TEST_CONNECTION_REQUIRED', async () => {
