@@ -59,6 +59,8 @@ export interface PlatformDeps {
   cron?: CronSchedulerOptions
   /** Replaces how OAuth runs a provider's exchange and refresh Functions (tests). */
   invokeProvider?: InvokeProvider
+  /** Addresses Functions may reach inside the denied private ranges: tests on loopback only. */
+  functionsAllowNet?: readonly string[]
 }
 
 export interface Platform {
@@ -158,6 +160,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     integrations: { answer: (call) => broker.answer(call) },
     ...(deps.config.functionMemoryMb === undefined ? {} : { memoryBudgetMb: deps.config.functionMemoryMb }),
     ...(deps.config.functionHeapMb === undefined ? {} : { maxHeapMb: deps.config.functionHeapMb }),
+    ...(deps.functionsAllowNet === undefined ? {} : { allowNet: deps.functionsAllowNet }),
   })
   const broker = createBroker({
     db, clock, keyring, urls,

@@ -89,6 +89,8 @@ export interface FunctionHostDeps {
   readonly maxHeapMb?: number
   /** Resident memory budget per worker in MiB (FUNCTION_MEMORY_MB); the pool's default when left out, 0 for no watch. */
   readonly memoryBudgetMb?: number
+  /** Addresses opened in the sandbox's denied ranges (tests on loopback only; sandbox.ts). */
+  readonly allowNet?: readonly string[]
   /** A pool unused this long (by `clock`) is closed. Default 5 minutes. */
   readonly poolIdleMs?: number
   /** Most live (not draining) pools; past it the least recently used drains. Default 64. */
@@ -319,6 +321,7 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
           ...(deps.maxHeapMb === undefined ? {} : { maxHeapMb: deps.maxHeapMb }),
           ...(deps.memoryBudgetMb === undefined ? {} : { memoryBudgetMb: deps.memoryBudgetMb }),
           denoDir: join(deps.bundlesDir, '.deno'),
+          ...(deps.allowNet === undefined ? {} : { allowNet: deps.allowNet }),
           // Every pool line names its app, namespace and release.
           logger: redactingLogger(withFields(deps.logger, { appId: meta.appId, devName: meta.devName || null, releaseId: meta.releaseId }),
             (fields) => secrets.handedOut({ appId: meta.appId, devName: meta.devName }).value(fields)),

@@ -2,18 +2,18 @@
  * The OAuth flow against a real authorization server on loopback: `oidc-provider` with a
  * confidential client, PKCE required, refresh-token rotation and a short access-token TTL.
  * The person signs in at the server through its own pages (followed by hand, cookies kept),
- * the server redirects to the platform's callback, and the provider's exchange and refresh
- * Functions call the server's token endpoint with the client secret. Here those Functions
- * run in Node as an `InvokeProvider` that does exactly what a provider's Deno Function would
- * (a POST to /token): the Deno hop is covered by the broker's tests of createProviderInvoker.
- * Covered: connect (the server verifies PKCE), expiry and one refresh for 20 concurrent
- * calls from two platforms over one database, the rotated refresh token kept, a revoked
- * refresh token marking the connection Reconnect required, reconnect, and no token in any
- * platform table or log line.
+ * the server redirects to the platform's callback, and the provider app's exchange and refresh
+ * Functions call the server's token endpoint with the client secret. Twice: with those
+ * Functions run for real in Deno (the platform's provider invoker, loopback opened to the
+ * sandbox for this test only), and run in Node as an `InvokeProvider` doing the same POST.
+ * Covered: a denial, connect (the server verifies PKCE), expiry and one refresh for 20
+ * concurrent calls from two platforms over one database, the rotated refresh token used next
+ * (the server refuses a reused one), a revoked refresh token marking the connection
+ * Reconnect required, reconnect, and no token in any platform table or log line.
  */
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import { createServer, type Server } from 'node:http'
+import { createServer, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import Provider from 'oidc-provider'
@@ -32,6 +32,47 @@ import { signedInBrowser, startPlatform } from './test-platform.ts'
 const CALLBACK = `${BASE}/v1/custom-integrations/oauth/callback`
 const CLIENT_ID = 'crm-client'
 const CLIENT_SECRET = `client-secret-${randomBytes(8).toString('hex')}`
+
+/** The provider app's exchange and refresh Functions, as a provider writes them (bundle files). */
+function tokenFunctions(issuer: string): Record<string, string> {
+  return {
+    'functions/token.ts': `import { errors } from '@service/server'
+export async function token(params: Record<string, string>, secret: string | null) {
+  const res = await fetch('${issuer}/token', {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ ...params, client_id: '${CLIENT_ID}', client_secret: secret ?? '' }),
+  })
+  const body = await res.json()
+  if (res.status !== 200) {
+    if (body.error === 'invalid_grant') throw errors.unauthorized('INVALID_GRANT', 'the server refused the grant')
+    throw errors.badRequest('TOKEN_REFUSED', 'the server refused: ' + body.error)
+  }
+  return { accessToken: body.access_token, refreshToken: body.refresh_token, expiresIn: body.expires_in }
+}
+`,
+    'functions/swap.ts': `import { defineFunction, object, optional, string } from '@service/server'
+import { token } from './token.ts'
+export default defineFunction({
+  input: object({ code: string(), redirectUri: string(), codeVerifier: optional(string()) }),
+  async handler({ input, secrets }) {
+    return token({ grant_type: 'authorization_code', code: input.code, redirect_uri: input.redirectUri, code_verifier: input.codeVerifier ?? '' },
+      await secrets.get('CRM_CLIENT_SECRET'))
+  },
+})
+`,
+    'functions/renew.ts': `import { defineFunction, object, string } from '@service/server'
+import { token } from './token.ts'
+export default defineFunction({
+  input: object({ refreshToken: string() }),
+  async handler({ input, secrets }) {
+    return token({ grant_type: 'refresh_token', refresh_token: input.refreshToken }, await secrets.get('CRM_CLIENT_SECRET'))
+  },
+})
+`,
+    'functions/list.ts': 'export default 1',
+  }
+}
 
 /** A browser at the authorization server: its cookies, redirects followed by hand. */
 class ServerBrowser {
@@ -82,7 +123,7 @@ class ServerBrowser {
   }
 }
 
-describe(`OAuth against a real authorization server (oidc-provider) (${backend})`, () => {
+for (const variant of ['deno', 'node'] as const) describe(`OAuth against a real authorization server (oidc-provider), exchange and refresh in ${variant} (${backend})`, () => {
   let server: Server
   let issuer: string
   let provider: Provider
@@ -91,8 +132,8 @@ describe(`OAuth against a real authorization server (oidc-provider) (${backend})
   const masterKey = new Uint8Array(randomBytes(32))
   /** Every token the server issued (the leak test searches for them). */
   const issued: string[] = []
+  /** Successful refresh grants at the server. */
   let refreshCalls = 0
-  let lastRefreshToken = ''
 
   async function tokenEndpoint(params: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
     const res = await fetch(`${issuer}/token`, {
@@ -103,27 +144,39 @@ describe(`OAuth against a real authorization server (oidc-provider) (${backend})
     return { status: res.status, body: (await res.json()) as Record<string, unknown> }
   }
 
-  /** The provider app's exchange and refresh Functions: what their Deno code does, run here. */
+  /** The provider app's exchange and refresh Functions, run in Node: the same POST as their Deno code. */
   const invokeProvider: InvokeProvider = async (invocation): Promise<ProviderResult> => {
     const input = invocation.input as Record<string, string>
     const params = invocation.functionName === 'swapCode'
       ? { grant_type: 'authorization_code', code: input.code!, redirect_uri: input.redirectUri!, code_verifier: input.codeVerifier! }
       : { grant_type: 'refresh_token', refresh_token: input.refreshToken! }
-    if (invocation.functionName === 'renewToken') {
-      refreshCalls++
-      lastRefreshToken = input.refreshToken!
-    }
     const { status, body } = await tokenEndpoint(params)
     if (status !== 200) {
       return { ok: false, kind: 'typed', error: { status: body.error === 'invalid_grant' ? 401 : 400, code: String(body.error), message: 'token endpoint refused' } }
     }
-    for (const key of ['access_token', 'refresh_token'] as const) if (typeof body[key] === 'string') issued.push(body[key])
     return { ok: true, value: { accessToken: body.access_token, refreshToken: body.refresh_token, expiresIn: body.expires_in } }
   }
 
   before(async () => {
     let handler: ((req: Parameters<Parameters<typeof createServer>[1] & object>[0], res: Parameters<Parameters<typeof createServer>[1] & object>[1]) => void) | null = null
-    server = createServer((req, res) => handler!(req, res))
+    server = createServer((req, res) => {
+      // Keeps every token the server hands out (the leak test searches for them).
+      if (req.method === 'POST' && req.url === '/token') {
+        const chunks: Buffer[] = []
+        const write = res.write.bind(res)
+        const end = res.end.bind(res)
+        res.write = ((chunk: unknown, ...rest: unknown[]) => { if (chunk) chunks.push(Buffer.from(chunk as Buffer)); return (write as (...a: unknown[]) => boolean)(chunk, ...rest) }) as typeof res.write
+        res.end = ((chunk?: unknown, ...rest: unknown[]) => {
+          if (chunk && typeof chunk !== 'function') chunks.push(Buffer.from(chunk as Buffer))
+          try {
+            const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>
+            for (const key of ['access_token', 'refresh_token'] as const) if (typeof body[key] === 'string') issued.push(body[key])
+          } catch { /* not JSON */ }
+          return (end as (...a: unknown[]) => ServerResponse)(chunk, ...rest)
+        }) as typeof res.end
+      }
+      handler!(req, res)
+    })
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
     provider = new Provider(issuer, {
@@ -139,10 +192,14 @@ describe(`OAuth against a real authorization server (oidc-provider) (${backend})
       cookies: { keys: [randomBytes(16).toString('hex')] },
       features: { devInteractions: { enabled: true }, revocation: { enabled: true } },
     })
+    provider.on('grant.success', (ctx) => {
+      if (ctx.oidc.params?.grant_type === 'refresh_token') refreshCalls++
+    })
     handler = provider.callback()
     log = capturedLog('debug')
     h = await startPlatform(await createTestDb(), {
-      invokeProvider, masterKey, clock: new ManualClock('2026-11-21T12:00:00Z'), operatorKey: newSecret('svc_operator_'), logger: log.logger,
+      ...(variant === 'node' ? { invokeProvider } : { allowNet: ['127.0.0.1'] }),
+      masterKey, clock: new ManualClock('2026-11-21T12:00:00Z'), operatorKey: newSecret('svc_operator_'), logger: log.logger,
     })
     const alice = await h.createOwner('alice@acme.test', 'Acme')
     assert.equal((await h.request('/v1/apps', { token: alice.token, json: { slug: 'crm', visibility: 'private' } })).status, 201)
@@ -155,10 +212,10 @@ functions:
     entrypoint: functions/list.ts
     access: system
   - name: swapCode
-    entrypoint: functions/list.ts
+    entrypoint: functions/swap.ts
     access: system
   - name: renewToken
-    entrypoint: functions/list.ts
+    entrypoint: functions/renew.ts
     access: system
 provides:
   integration:
@@ -180,9 +237,11 @@ provides:
         capability: contacts.read
         function: listContacts
         description: Lists contacts
-`, 'private'), 'functions/list.ts': 'export default 1' }),
+`, 'private'), ...tokenFunctions(issuer) }),
     })
     assert.equal(deployed.status, 201, await deployed.text())
+    const secret = await h.request('/v1/apps/crm/secrets/CRM_CLIENT_SECRET', { method: 'PUT', token: alice.token, json: { value: CLIENT_SECRET } })
+    assert.ok(secret.status === 200 || secret.status === 201, await secret.text())
   })
   after(async () => {
     await h.close()
@@ -231,7 +290,9 @@ provides:
     const otherDb: TestDb = h.t.url
       ? (() => { const pool = openPostgres({ url: h.t.url!, maxConnections: 2 }); return { db: pool, cleanup: () => pool.close() } })()
       : { db: h.t.db, cleanup: async () => {} }
-    const other = await startPlatform(otherDb, { invokeProvider, masterKey, clock: h.clock, operatorKey: h.operatorKey, logger: log.logger })
+    const other = await startPlatform(otherDb, {
+      ...(variant === 'node' ? { invokeProvider } : { allowNet: ['127.0.0.1'] }), masterKey, clock: h.clock, operatorKey: h.operatorKey, logger: log.logger,
+    })
     try {
       h.clock.advance(61_000)
       const tokens = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? h : other).platform.oauth.accessTokenFor({ connectionId: id })))
@@ -242,12 +303,11 @@ provides:
       await other.close()
     }
 
-    // Rotation: the next refresh uses the rotated token (the server refuses a reused one).
-    const rotatedFrom = lastRefreshToken
+    // Rotation: the next refresh succeeds, so it used the rotated token (the server refuses a reused one).
     h.clock.advance(120_000)
-    await h.platform.oauth.accessTokenFor({ connectionId: id })
+    const third = await h.platform.oauth.accessTokenFor({ connectionId: id })
     assert.equal(refreshCalls, 2)
-    assert.notEqual(lastRefreshToken, rotatedFrom, 'the rotated refresh token was kept and used')
+    assert.equal(third, issued.at(-2))
 
     // Revoked at the server: the refresh is rejected, the connection needs reconnecting.
     const current = issued.at(-1)!

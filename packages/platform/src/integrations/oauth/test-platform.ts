@@ -1,6 +1,6 @@
 /**
  * Test support for OAuth: a platform built like test/harness.ts but with a given
- * `invokeProvider`, master key and clock (two platforms over one database share them, as two
+ * `invokeProvider` (or the real one, with loopback opened to Functions by `allowNet`), master key and clock (two platforms over one database share them, as two
  * processes of one deployment do), and a browser signed in at the auth host.
  */
 import assert from 'node:assert/strict'
@@ -19,14 +19,15 @@ import type { InvokeProvider } from '../provider-invocation.ts'
 /** A platform over `t` with the fake provider, as harness.ts builds one (it takes no invoker). */
 export async function startPlatform(
   t: TestDb,
-  input: { invokeProvider: InvokeProvider; masterKey: Uint8Array; clock: ManualClock; operatorKey: string; logger: Logger },
+  input: { invokeProvider?: InvokeProvider; allowNet?: readonly string[]; masterKey: Uint8Array; clock: ManualClock; operatorKey: string; logger: Logger },
 ): Promise<Harness> {
   const bundlesDir = mkdtempSync(join(tmpdir(), 'service-bundles-'))
   const platform = createPlatform({
     bundlesDir,
     config: { baseUrl: new URL(BASE), production: false, smtpUrl: null, mailFrom: 'Service <no-reply@localhost>', registration: true },
     masterKey: input.masterKey, db: t.db, clock: input.clock, logger: input.logger, operatorKey: input.operatorKey,
-    invokeProvider: input.invokeProvider,
+    ...(input.invokeProvider ? { invokeProvider: input.invokeProvider } : {}),
+    ...(input.allowNet ? { functionsAllowNet: input.allowNet } : {}),
   })
   const request: Harness['request'] = (path, init = {}) => {
     const { host, token, json, ...rest } = init
