@@ -25,6 +25,7 @@ export { CALLBACK_PATH, callbackUrl } from './flow.ts'
 export { DEFAULT_ACCESS_TOKEN_NAME, activeAuthorization, refuseOAuthFunction } from './authorization.ts'
 export type { OAuthAuthorization } from './authorization.ts'
 export { REFRESH_MARGIN_MS } from './access-tokens.ts'
+export { resealOAuthTokens } from './tokens.ts'
 
 export interface OAuthFeatureDeps {
   db: Db

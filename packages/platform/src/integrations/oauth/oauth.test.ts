@@ -19,6 +19,8 @@ import { BASE, bundle, manifest, ownerApi, type Harness } from '../../../test/ha
 import { CookieClient, field } from '../../../test/cookie-client.ts'
 import { AUTH } from '../../../test/sign-in-flow.ts'
 import { signedInBrowser, startPlatform } from './test-platform.ts'
+import { createAccessTokens } from './access-tokens.ts'
+import { resealOAuthTokens } from './index.ts'
 import { capturedLog, type CapturedLog } from '../../../test/captured-log.ts'
 import type { InvokeProvider, ProviderInvocation, ProviderResult } from '../provider-invocation.ts'
 
@@ -418,6 +420,22 @@ describe(`OAuth connections (${backend})`, () => {
       assert.equal(res.body.error.code, 'INTEGRATION_OAUTH_FUNCTION_NOT_INVOCABLE')
       assert.equal(server.invocations.length, before)
     }
+  })
+
+  test('key rotation re-seals every connection\'s tokens under the new key, and they still open', async () => {
+    const id = await connectThrough(bobBrowser, 'Rotated')
+    const before = await h.platform.oauth.accessTokenFor({ connectionId: id })
+    const old = h.platform.connectionKeyring
+    const keyring = { current: 'k2', keys: new Map([...old.keys, ['k2', new Uint8Array(randomBytes(32))]]) }
+    const moved = await resealOAuthTokens(h.t.db, keyring)
+    assert.ok(moved >= 1)
+    const keys = await h.t.db.query<{ key_id: string }>('select distinct key_id from platform.connection_oauth_tokens')
+    assert.deepEqual(keys.map((row) => row.key_id), ['k2'])
+    assert.equal(await resealOAuthTokens(h.t.db, keyring), 0)
+    const rotated = createAccessTokens({
+      db: h.t.db, clock: h.clock, logger: log.logger, keyring, invokeProvider: server.invoke, connectUrl: () => '',
+    })
+    assert.equal(await rotated.accessTokenFor({ connectionId: id }), before)
   })
 
   test('no token or code appears as plaintext in any platform table, log line or response', async () => {

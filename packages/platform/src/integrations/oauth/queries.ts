@@ -154,3 +154,21 @@ export async function selectReleaseAuthorization(db: Queryable, releaseId: strin
   )
   return rows[0]?.authorization ?? null
 }
+
+/** Token rows sealed under another key than `keyId` (key rotation), a batch. */
+export async function selectTokensNotUnder(db: Queryable, input: { keyId: string; limit: number }): Promise<TokenRow[]> {
+  return db.query<TokenRow>('select * from platform.connection_oauth_tokens where key_id <> $1 order by connection_id limit $2', [input.keyId, input.limit])
+}
+
+/** Re-seals one row's tokens if they are still the ones read (a refresh in between wins). */
+export async function updateTokensSealed(
+  db: Queryable,
+  row: { connectionId: string; previousAccess: string; access: string; refresh: string | null; keyId: string },
+): Promise<boolean> {
+  const rows = await db.query(
+    `update platform.connection_oauth_tokens set access_token_encrypted = $3, refresh_token_encrypted = $4, key_id = $5
+      where connection_id = $1 and access_token_encrypted = $2 returning connection_id`,
+    [row.connectionId, row.previousAccess, row.access, row.refresh, row.keyId],
+  )
+  return rows.length === 1
+}

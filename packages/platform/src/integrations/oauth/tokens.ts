@@ -3,11 +3,11 @@
  * current key, with the connection id and the token kind bound as associated data, and what
  * an exchange or refresh Function must return to be stored.
  */
-import type { Queryable } from '../../db/db.ts'
+import type { Db, Queryable } from '../../db/db.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { decrypt, encrypt } from '../../lib/encryption.ts'
 import type { ConnectionKeyring } from '../connections/index.ts'
-import { selectTokens, upsertTokens, type TokenRow } from './queries.ts'
+import { selectTokens, selectTokensNotUnder, updateTokensSealed, upsertTokens, type TokenRow } from './queries.ts'
 
 /** Longest token accepted from a provider Function, in characters. */
 export const MAX_TOKEN_LENGTH = 16 * 1024
@@ -85,3 +85,36 @@ export async function storeTokens(
 }
 
 export { selectTokens }
+
+/**
+ * Re-seals every connection's OAuth tokens sealed under an older key with the keyring's
+ * current key (key rotation, beside `resealConnections`), 100 per transaction; returns how
+ * many connections moved. A row refreshed meanwhile is left to the next pass.
+ *
+ * @example
+ * await resealOAuthTokens(db, keyring) // 0 when every token is under keyring.current
+ */
+export async function resealOAuthTokens(db: Db, keyring: ConnectionKeyring): Promise<number> {
+  const keyId = keyring.current
+  const key = keyOf(keyring, keyId)
+  let moved = 0
+  for (let pass = 0; pass < 10_000; pass++) {
+    const batch = await db.transaction(async (tx) => {
+      const rows = await selectTokensNotUnder(tx, { keyId, limit: 100 })
+      let sealed = 0
+      for (const row of rows) {
+        const refresh = openRefresh(keyring, row)
+        const updated = await updateTokensSealed(tx, {
+          connectionId: row.connection_id, previousAccess: row.access_token_encrypted,
+          access: encrypt(key, tokenPurpose(row.connection_id, 'access'), openAccess(keyring, row)),
+          refresh: refresh === null ? null : encrypt(key, tokenPurpose(row.connection_id, 'refresh'), refresh), keyId,
+        })
+        if (updated) sealed++
+      }
+      return { rows: rows.length, sealed }
+    })
+    moved += batch.sealed
+    if (batch.rows === 0) return moved
+  }
+  return moved
+}
