@@ -28,6 +28,7 @@ import { AUTH } from '../../../test/sign-in-flow.ts'
 import { capturedLog, type CapturedLog } from '../../../test/captured-log.ts'
 import type { InvokeProvider, ProviderResult } from '../provider-invocation.ts'
 import { signedInBrowser, startPlatform } from './test-platform.ts'
+import { findAppBySlug } from '../../apps/apps.ts'
 
 const CALLBACK = `${BASE}/v1/custom-integrations/oauth/callback`
 const CLIENT_ID = 'crm-client'
@@ -70,9 +71,42 @@ export default defineFunction({
   },
 })
 `,
-    'functions/list.ts': 'export default 1',
+    // The operation reads the access token under its declared name and calls the server with it.
+    'functions/list.ts': `import { defineFunction, errors, object } from '@service/server'
+export default defineFunction({
+  input: object({}),
+  async handler({ secrets }) {
+    const res = await fetch('${issuer}/me', { headers: { authorization: 'Bearer ' + await secrets.get('OAUTH_ACCESS_TOKEN') } })
+    if (res.status === 401) throw errors.unauthorized('TOKEN_REJECTED', 'the server rejected the token')
+    const body = await res.json()
+    return { sub: body.sub }
+  },
+})
+`,
   }
 }
+
+const CONSUMER = `functions:
+  - name: callCrm
+    entrypoint: functions/call.ts
+    access: public
+integrations:
+  crm:
+    provider: custom
+    integration: contacts
+    account: app
+    cardinality: one
+    capabilities: [contacts.read]
+`
+
+const CONSUMER_CODE = `import { defineFunction, object } from '@service/server'
+export default defineFunction({
+  input: object({}),
+  handler({ integrations }) {
+    return integrations.use('crm').call('contacts.list', {})
+  },
+})
+`
 
 /** A browser at the authorization server: its cookies, redirects followed by hand. */
 class ServerBrowser {
@@ -262,7 +296,6 @@ provides:
 
   test('connect, expire, one refresh for 20 concurrent calls from two platforms, rotation, revoked refresh, reconnect; no token stored or logged in plaintext', async () => {
     const bob = await h.createOwner('bob@acme.test', 'Acme')
-    void bob
     const browser = await signedInBrowser(h, 'bob@acme.test')
     const atServer = new ServerBrowser()
 
@@ -277,6 +310,24 @@ provides:
     const id = /href="\/connections\/([0-9a-f-]{36})"/.exec(done.html)![1]!
     const first = await h.platform.oauth.accessTokenFor({ connectionId: id })
     assert.equal(first, issued[0])
+
+    // In Deno, a consumer app calls the operation through the broker; the provider's Function
+    // reads the access token and the server accepts it.
+    const callCrm = async () => {
+      const app = (await findAppBySlug(h.t.db, 'desk'))!
+      const result = await h.platform.functions.run((await h.platform.functions.resolve(app, 'callCrm'))!, { input: {}, user: null })
+      return result as { ok: boolean; value?: unknown; error?: { code?: string; details?: { connectUrl?: string } } }
+    }
+    if (variant === 'deno') {
+      assert.equal((await h.request('/v1/apps', { token: bob.token, json: { slug: 'desk', visibility: 'private' } })).status, 201)
+      const desk = await h.request('/v1/apps/desk/deployments', {
+        token: bob.token, json: bundle({ 'service.yaml': manifest('desk', CONSUMER, 'private'), 'functions/call.ts': CONSUMER_CODE }),
+      })
+      assert.equal(desk.status, 201, await desk.text())
+      const bound = await h.request('/v1/apps/desk/integrations/crm/binding', { method: 'PUT', token: bob.token, json: { connectionId: id } })
+      assert.equal(bound.status, 200, await bound.text())
+      assert.deepEqual(await callCrm(), { ok: true, value: { sub: 'bob-at-crm' } })
+    }
 
     // The server does verify PKCE: a fresh code with a wrong verifier is refused.
     const html = await (await browser.fetch(`${AUTH}/connections/new?app=crm&integration=contacts`)).text()
@@ -299,6 +350,7 @@ provides:
       assert.equal(refreshCalls, 1)
       assert.equal(new Set(tokens).size, 1)
       assert.notEqual(tokens[0], first)
+      if (variant === 'deno') assert.deepEqual(await callCrm(), { ok: true, value: { sub: 'bob-at-crm' } }, 'the refreshed token works at the server')
     } finally {
       await other.close()
     }
@@ -320,6 +372,11 @@ provides:
     const error = await h.platform.oauth.accessTokenFor({ connectionId: id }).then(() => null, (e: unknown) => e)
     assert.ok(error instanceof ServiceError && error.code === 'INTEGRATION_RECONNECT_REQUIRED', String(error))
     assert.equal((error.details as { connectUrl: string }).connectUrl, `${AUTH}/connections/${id}`)
+    if (variant === 'deno') {
+      const refused = await callCrm()
+      assert.equal(refused.ok, false)
+      assert.equal(refused.error?.code, 'INTEGRATION_RECONNECT_REQUIRED')
+    }
 
     // Reconnect from the connection's page: active again with a working token.
     const again = await connect(browser, atServer, { reconnect: id })
@@ -327,6 +384,7 @@ provides:
     assert.equal(await h.platform.oauth.accessTokenFor({ connectionId: id }), issued.at(-2))
     const [{ status }] = await h.t.db.query<{ status: string }>('select status from platform.connections where id = $1', [id]) as [{ status: string }]
     assert.equal(status, 'active')
+    if (variant === 'deno') assert.deepEqual(await callCrm(), { ok: true, value: { sub: 'bob-at-crm' } })
 
     // Leak test: no issued token in any platform table or log line.
     const tables = await h.t.db.query<{ table_name: string }>(
