@@ -19,19 +19,19 @@ import type { InvokeProvider } from '../provider-invocation.ts'
 /** A platform over `t` with the fake provider, as harness.ts builds one (it takes no invoker). */
 export async function startPlatform(
   t: TestDb,
-  input: { invokeProvider?: InvokeProvider; allowNet?: readonly string[]; masterKey: Uint8Array; clock: ManualClock; operatorKey: string; logger: Logger },
+  input: { invokeProvider?: InvokeProvider; allowNet?: readonly string[]; baseUrl?: string; masterKey: Uint8Array; clock: ManualClock; operatorKey: string; logger: Logger },
 ): Promise<Harness> {
   const bundlesDir = mkdtempSync(join(tmpdir(), 'service-bundles-'))
   const platform = createPlatform({
     bundlesDir,
-    config: { baseUrl: new URL(BASE), production: false, smtpUrl: null, mailFrom: 'Service <no-reply@localhost>', registration: true },
+    config: { baseUrl: new URL(input.baseUrl ?? BASE), production: false, smtpUrl: null, mailFrom: 'Service <no-reply@localhost>', registration: true },
     masterKey: input.masterKey, db: t.db, clock: input.clock, logger: input.logger, operatorKey: input.operatorKey,
     ...(input.invokeProvider ? { invokeProvider: input.invokeProvider } : {}),
     ...(input.allowNet ? { functionsAllowNet: input.allowNet } : {}),
   })
   const request: Harness['request'] = (path, init = {}) => {
     const { host, token, json, ...rest } = init
-    const url = new URL(path, BASE)
+    const url = new URL(path, input.baseUrl ?? BASE)
     if (host) url.host = `${host}.${url.host}`
     const headers = new Headers(rest.headers)
     if (token) headers.set('authorization', `Bearer ${token}`)
