@@ -107,7 +107,9 @@ class FakeAuthorizationServer {
       if (!grant || grant.redirectUri !== input.redirectUri) {
         return { ok: false, kind: 'typed', error: { status: 400, code: 'INVALID_GRANT', message: 'bad code' } }
       }
-      const verified = grant.challenge === createHash('sha256').update(input.codeVerifier ?? '').digest('base64url')
+      const verified = grant.challenge === null
+        ? !('codeVerifier' in input)
+        : grant.challenge === createHash('sha256').update(input.codeVerifier ?? '').digest('base64url')
       if (!verified) return { ok: false, kind: 'typed', error: { status: 400, code: 'PKCE_FAILED', message: 'code_verifier mismatch' } }
       const refreshToken = this.token('rt')
       this.refreshTokens.add(refreshToken)
@@ -407,6 +409,29 @@ describe(`OAuth connections (${backend})`, () => {
     const hidden = await ownerApi(h, bob.token, 'GET', '/v1/apps/crm/integration-oauth')
     assert.equal(hidden.status, 404)
     assert.equal(hidden.body.error.code, 'INTEGRATION_NOT_FOUND')
+  })
+
+  test('with pkce: false the request has no challenge and the exchange no verifier', async () => {
+    const plain = PROVIDER.replace('      refresh: renewToken\n', '      refresh: renewToken\n      pkce: false\n').replace('name: contacts', 'name: leads')
+    assert.equal((await h.request('/v1/apps', { token: alice.token, json: { slug: 'crm-plain', visibility: 'private' } })).status, 201)
+    const deployed = await h.request('/v1/apps/crm-plain/deployments', {
+      token: alice.token, json: bundle({ 'service.yaml': manifest('crm-plain', plain, 'private'), 'functions/list.ts': 'export default 1' }),
+    })
+    assert.equal(deployed.status, 201, await deployed.text())
+    const page = await bobBrowser.fetch(`${AUTH}/connections/new?app=crm-plain&integration=leads`)
+    const html = await read(page)
+    const started = await bobBrowser.post(`${AUTH}/connections/new`, {
+      csrf: field(html, 'csrf'), app: 'crm-plain', integration: 'leads', label: 'Plain', kind: 'personal', 'value.CRM_REGION': REGION,
+    })
+    assert.equal(started.status, 303, await read(started))
+    const to = new URL(started.headers.get('location')!)
+    assert.equal(to.searchParams.has('code_challenge'), false)
+    assert.equal(to.searchParams.has('code_challenge_method'), false)
+    const before = server.invocations.length
+    const done = await callback(bobBrowser, { code: server.authorize(to), state: to.searchParams.get('state')! })
+    assert.equal(done.res.status, 200, done.html)
+    const exchange = server.invocations.slice(before).find((i) => i.functionName === 'swapCode')!
+    assert.deepEqual(Object.keys(exchange.input as object).sort(), ['code', 'redirectUri'])
   })
 
   test('the exchange and refresh Functions cannot be invoked in development', async () => {
