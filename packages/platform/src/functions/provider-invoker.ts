@@ -20,7 +20,8 @@ import type { FunctionHost } from './host.ts'
  */
 export function createProviderInvoker(deps: { db: Db; host: () => FunctionHost }): InvokeProvider {
   return async (invocation): Promise<ProviderResult> => {
-    const app = await findAppByIdOrSlug(deps.db, invocation.providerAppId)
+    // The broker passes the provider app it read in its one statement; others are read here.
+    const app = invocation.providerApp?.id === invocation.providerAppId ? invocation.providerApp : await findAppByIdOrSlug(deps.db, invocation.providerAppId)
     if (!app || app.status !== 'active') return { ok: false, kind: 'failed', message: 'the provider app is not active' }
     const host = deps.host()
     const fn = await host.resolve(app, invocation.functionName)

@@ -8,9 +8,10 @@
  */
 export { accessReason } from './access/grants.ts'
 export { grantRoutes } from './access/routes.ts'
-export { appForRole, effectiveRole, impliedRoles } from './access/roles.ts'
+export { appForRole, effectiveRole, holdsRole, impliedRoles, roleFrom } from './access/roles.ts'
 export type { AppRole } from './access/roles.ts'
-export { mayAdministerIntegration, mayUseIntegration, readIntegrationAudience } from './access/integration-audience.ts'
+export { audienceFactsColumns, mayAdministerIntegration, mayUseIntegration, readIntegrationAudience, usesIntegration } from './access/integration-audience.ts'
+export type { AudienceFacts } from './access/integration-audience.ts'
 export type { IntegrationAudience } from './access/integration-audience.ts'
 export { isOrganisationAdmin } from './access/organisation-admin.ts'
 export { ensureOperatorKey } from './accounts/operator-key.ts'

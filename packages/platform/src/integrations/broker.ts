@@ -19,9 +19,8 @@ import type { Clock } from '../lib/clock.ts'
 import { ServiceError, type ErrorCode } from '../lib/errors.ts'
 import type { HostUrls } from '../http/hosts.ts'
 import { SDK_GATES, sdkAtLeast, type Manifest } from '../manifest/index.ts'
-import { findAppByIdOrSlug } from '../apps/apps.ts'
-import { markReconnectRequired, readConnectionCredentials, type Connection, type ConnectionKeyring } from './connections/index.ts'
-import { activeBinding, bindingStanding, connectAndBindPath, publishedContract } from './bindings/index.ts'
+import { markReconnectRequired, openCredentials, type Connection, type ConnectionKeyring } from './connections/index.ts'
+import { callFacts, connectAndBindPath, settleStanding } from './bindings/index.ts'
 import { selectReleaseManifest } from './bindings/queries.ts'
 import type { InvokeProvider, ProviderResult } from './provider-invocation.ts'
 
@@ -109,9 +108,11 @@ export function createBroker(deps: BrokerDeps): Broker {
         throw new ServiceError('SLOT_NOT_FOUND', `the release declares no integration slot "${slotName.slice(0, 64)}"; add it under integrations: in service.yaml`,
           { details: { slot: slotName.slice(0, 64) } })
       }
-      const consumer = await findAppByIdOrSlug(deps.db, call.appId)
-      if (!consumer) throw new ServiceError('NOT_FOUND', 'the app is gone')
-      const published = await publishedContract(deps.db, { organisationId: consumer.organisationId, name: slot.integration })
+      // One statement for every live fact (bindings/queries.ts selectCallFacts); the checks below keep their order.
+      const userId = slot.account === 'calling_user' ? call.userId : null
+      const facts = await callFacts(deps.db, { appId: call.appId, integration: slot.integration, slot: slotName, userId })
+      if (!facts) throw new ServiceError('NOT_FOUND', 'the app is gone')
+      const { consumer, published } = facts
       if (!published) {
         throw new ServiceError('INTEGRATION_NOT_FOUND', `no active app of the organisation publishes the integration "${slot.integration}"`,
           { details: { slot: slotName, integration: slot.integration } })
@@ -127,16 +128,12 @@ export function createBroker(deps: BrokerDeps): Broker {
           { details: { slot: slotName, operation: operationName, capability: operation.capability } })
       }
       const connectUrl = slot.account === 'calling_user' ? `${deps.urls.auth}${connectAndBindPath({ app: consumer.slug, slot: slotName })}` : null
-      let userId: string | null = null
-      if (slot.account === 'calling_user') {
-        if (call.userId === null) {
-          throw new ServiceError('INTEGRATION_USER_REQUIRED', `the slot "${slotName}" acts for the signed-in person; sign in first`, { details: { slot: slotName } })
-        }
-        userId = call.userId
+      if (slot.account === 'calling_user' && userId === null) {
+        throw new ServiceError('INTEGRATION_USER_REQUIRED', `the slot "${slotName}" acts for the signed-in person; sign in first`, { details: { slot: slotName } })
       }
       const connectionRequired = () => new ServiceError('INTEGRATION_CONNECTION_REQUIRED',
         `connect your account for "${slot.integration}" to use this`, { details: { slot: slotName, connectUrl } })
-      const binding = await activeBinding(deps.db, { appId: consumer.id, slot: slotName, userId })
+      const { binding, connection } = facts
       if (!binding) {
         if (userId !== null) throw connectionRequired()
         throw new ServiceError('INTEGRATION_NOT_BOUND', `the slot "${slotName}" is not bound to a connection; bind it with PUT /v1/apps/${consumer.slug}/integrations/${slotName}/binding`,
@@ -147,12 +144,12 @@ export function createBroker(deps: BrokerDeps): Broker {
           `the binding of "${slotName}" does not grant "${operation.capability}"; bind the slot again`,
           { details: { slot: slotName, operation: operationName, capability: operation.capability } })
       }
-      const { connection, values } = await readConnectionCredentials(deps.db, { keyring: deps.keyring, connectionId: binding.connectionId })
-        .catch((error: unknown) => {
-          if (error instanceof ServiceError && error.code === 'CONNECTION_NOT_FOUND') throw userId === null ? new ServiceError('INTEGRATION_NOT_BOUND', `the slot "${slotName}" is not bound to a connection`, { details: { slot: slotName } }) : connectionRequired()
-          throw error
-        })
-      const standing = await bindingStanding(deps, { binding, connection, consumer, providerAppId: published.providerAppId })
+      if (!connection || !facts.standing) {
+        if (userId !== null) throw connectionRequired()
+        throw new ServiceError('INTEGRATION_NOT_BOUND', `the slot "${slotName}" is not bound to a connection`, { details: { slot: slotName } })
+      }
+      const values = openCredentials({ keyring: deps.keyring, connection, rows: facts.credentials })
+      const standing = await settleStanding(deps, facts.standing)
       if (standing === 'revoked') {
         if (userId !== null) throw connectionRequired()
         throw new ServiceError('INTEGRATION_BINDING_REVOKED',
@@ -170,7 +167,8 @@ export function createBroker(deps: BrokerDeps): Broker {
         secrets[published.contract.authorization.accessToken] = await deps.accessToken({ connectionId: connection.id, requestId: call.requestId })
       }
       const result = await deps.invokeProvider({
-        providerAppId: published.providerAppId,
+        providerAppId: published.providerApp.id,
+        providerApp: published.providerApp,
         functionName: operation.function,
         input: input === undefined ? null : input,
         integration: { connectionId: connection.id, trigger: 'operation', operation: operation.name, consumerAppId: consumer.id },

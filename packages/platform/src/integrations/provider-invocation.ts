@@ -8,6 +8,7 @@
  * This module is the contract between the callers and the Functions host: the host's
  * implementation is `createProviderInvoker` (functions/); callers receive an `InvokeProvider`.
  */
+import type { App } from '../apps/apps.ts'
 
 export type IntegrationTrigger = 'operation' | 'sync' | 'webhook' | 'oauth'
 
@@ -23,6 +24,8 @@ export interface IntegrationContext {
 
 export interface ProviderInvocation {
   readonly providerAppId: string
+  /** The provider app as the caller just read it, active (the broker's one statement); else the invoker reads it. */
+  readonly providerApp?: App
   /** A `system` Function of the provider app's active production release. */
   readonly functionName: string
   readonly input: unknown

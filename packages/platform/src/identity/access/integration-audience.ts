@@ -29,7 +29,8 @@ export interface IntegrationAudience {
 /** At most this many named people per audience. */
 export const MAX_AUDIENCE_PEOPLE = 500
 
-interface Standing extends Record<string, unknown> {
+/** The facts both audience checks read about one person and one provider app, live. */
+export interface AudienceFacts extends Record<string, unknown> {
   owner_id: string
   app_organisation: string | null
   user_organisation: string | null
@@ -39,22 +40,30 @@ interface Standing extends Record<string, unknown> {
   named_administer: boolean
 }
 
+/**
+ * The select-list columns of AudienceFacts for the provider app aliased `app` and the person
+ * aliased `user` in the caller's FROM, each name prefixed with `prefix`: the one SQL the
+ * checks below read, also joined into the broker's single statement (bindings/queries.ts).
+ */
+export function audienceFactsColumns(app: string, user: string, prefix = ''): string {
+  return `${app}.owner_id as ${prefix}owner_id, ${app}.organisation_id as ${prefix}app_organisation,
+            ${user}.organisation_id as ${prefix}user_organisation, ${user}.email_confirmed_at is not null as ${prefix}confirmed,
+            coalesce((select ia.use_scope from platform.integration_audiences ia where ia.app_id = ${app}.id), 'organisation') as ${prefix}use_scope,
+            exists (select 1 from platform.integration_audience_people p
+                     where p.app_id = ${app}.id and p.user_id = ${user}.id and p.audience = 'use') as ${prefix}named_use,
+            exists (select 1 from platform.integration_audience_people p
+                     where p.app_id = ${app}.id and p.user_id = ${user}.id and p.audience = 'administer') as ${prefix}named_administer`
+}
+
 /** One statement: everything both checks need, read live. Undefined when app or user is gone. */
-async function standing(db: Queryable, userId: string, appId: string): Promise<Standing | undefined> {
-  return first<Standing>(db,
-    `select a.owner_id, a.organisation_id as app_organisation, u.organisation_id as user_organisation,
-            u.email_confirmed_at is not null as confirmed,
-            coalesce(ia.use_scope, 'organisation') as use_scope,
-            exists (select 1 from platform.integration_audience_people p
-                     where p.app_id = a.id and p.user_id = u.id and p.audience = 'use') as named_use,
-            exists (select 1 from platform.integration_audience_people p
-                     where p.app_id = a.id and p.user_id = u.id and p.audience = 'administer') as named_administer
+async function standing(db: Queryable, userId: string, appId: string): Promise<AudienceFacts | undefined> {
+  return first<AudienceFacts>(db,
+    `select ${audienceFactsColumns('a', 'u')}
        from platform.apps a cross join platform.users u
-       left join platform.integration_audiences ia on ia.app_id = a.id
       where a.id = $1 and u.id = $2`, [appId, userId])
 }
 
-function sameOrganisation(s: Standing): boolean {
+function sameOrganisation(s: AudienceFacts): boolean {
   return s.app_organisation !== null && s.user_organisation === s.app_organisation && s.confirmed
 }
 
@@ -76,9 +85,21 @@ export async function mayAdministerIntegration(
 }
 
 /**
- * Whether `user` may use the integration `providerApp` publishes: a confirmed member of the
- * provider app's organisation when the Use audience is the organisation, else one named in
- * the Use or Administer audience; always its owner. Read live; the broker calls it per call.
+ * The Use rule on facts already read (audienceFactsColumns): the owner always; otherwise a
+ * confirmed member of the provider app's organisation when the Use audience is the
+ * organisation, else one named in the Use or Administer audience. Undefined facts (app or
+ * person gone): no.
+ */
+export function usesIntegration(facts: AudienceFacts | undefined, userId: string): boolean {
+  if (!facts) return false
+  if (facts.owner_id === userId) return true
+  if (!sameOrganisation(facts)) return false
+  return facts.use_scope === 'organisation' || facts.named_use || facts.named_administer
+}
+
+/**
+ * Whether `user` may use the integration `providerApp` publishes (usesIntegration, read
+ * live in one statement); call it per request.
  *
  * @example
  *   if (!(await mayUseIntegration(db, { user: bindingCreator, providerApp }))) suspend…
@@ -86,11 +107,7 @@ export async function mayAdministerIntegration(
 export async function mayUseIntegration(
   db: Queryable, input: { user: Pick<User, 'id'>; providerApp: Pick<App, 'id'> },
 ): Promise<boolean> {
-  const s = await standing(db, input.user.id, input.providerApp.id)
-  if (!s) return false
-  if (s.owner_id === input.user.id) return true
-  if (!sameOrganisation(s)) return false
-  return s.use_scope === 'organisation' || s.named_use || s.named_administer
+  return usesIntegration(await standing(db, input.user.id, input.providerApp.id), input.user.id)
 }
 
 export async function readIntegrationAudience(db: Queryable, app: Pick<App, 'id'>): Promise<IntegrationAudience> {

@@ -54,18 +54,32 @@ function inAppOrganisation(app: Pick<App, 'organisationId'>, user: Pick<User, 'o
 }
 
 /**
- * The level `user` holds on `app` right now: `administer` for the owner; otherwise the
- * stored level, counted only while the person is confirmed, and above Use only while they
- * are a member of the app's organisation. Null: no role.
+ * The level a person holds on `app` given their stored grant (`grant`, null: none): the rule
+ * itself, on facts already read. `administer` for the owner; otherwise the stored level,
+ * counted only while the person is confirmed, and above Use only while they are a member of
+ * the app's organisation. Null: no role.
  */
+export function roleFrom(input: {
+  app: Pick<App, 'ownerId' | 'organisationId'>; user: Pick<User, 'id' | 'organisationId' | 'emailConfirmedAt'>; grant: AppRole | null
+}): AppRole | null {
+  const { app, user, grant } = input
+  if (app.ownerId === user.id) return 'administer'
+  if (!user.emailConfirmedAt || grant === null) return null
+  return inAppOrganisation(app, user) ? grant : 'use'
+}
+
+/** The level `user` holds on `app` right now (roleFrom, with the grant read live). */
 export async function effectiveRole(db: Queryable, input: { app: App; user: User }): Promise<AppRole | null> {
   const { app, user } = input
-  if (app.ownerId === user.id) return 'administer'
-  if (!user.emailConfirmedAt) return null
+  if (app.ownerId === user.id || !user.emailConfirmedAt) return roleFrom({ app, user, grant: null })
   const row = await first<{ role: AppRole }>(db,
     'select role from platform.app_grants where app_id = $1 and user_id = $2', [app.id, user.id])
-  if (!row) return null
-  return inAppOrganisation(app, user) ? row.role : 'use'
+  return roleFrom({ app, user, grant: row?.role ?? null })
+}
+
+/** Whether a level includes `role` (`administer` includes `edit`). */
+export function holdsRole(held: AppRole | null, role: AppRole): boolean {
+  return held !== null && RANK[held] >= RANK[role]
 }
 
 /**

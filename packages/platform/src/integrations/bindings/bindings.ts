@@ -20,10 +20,13 @@ import type { App } from '../../apps/apps.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { ServiceError } from '../../lib/errors.ts'
 import type { IntegrationContract, IntegrationSlot, Manifest } from '../../manifest/index.ts'
-import { effectiveRole, findUserById, mayUseIntegration, type User } from '../../identity/index.ts'
-import { findConnection, seesConnection, type Connection } from '../connections/index.ts'
 import {
-  deleteActiveBinding, insertBinding, selectActiveBinding, selectPublishedContract, selectReleaseManifest, updateRevoked,
+  effectiveRole, findUserById, holdsRole, mayUseIntegration, roleFrom, usesIntegration, type AppRole, type AudienceFacts, type User,
+} from '../../identity/index.ts'
+import { isUuid } from '../../lib/ids.ts'
+import { findConnection, seesConnection, toConnection, type Connection, type ConnectionRow, type CredentialRow } from '../connections/index.ts'
+import {
+  deleteActiveBinding, insertBinding, selectActiveBinding, selectCallFacts, selectPublishedContract, selectReleaseManifest, unprefix, updateRevoked,
   type BindingRow,
 } from './queries.ts'
 
@@ -146,39 +149,119 @@ export async function unbindSlot(db: Db, input: { actor: User; app: App; slot: s
   if (!removed) throw new ServiceError('BINDING_NOT_FOUND', `the slot "${input.slot}" is not bound`)
 }
 
+/** What decides how a binding stands, read live (bindingStanding, or the broker's one statement). */
+export interface StandingFacts {
+  readonly binding: Binding
+  readonly connection: Connection
+  readonly consumer: App
+  readonly providerAppId: string
+  /** A personal connection's owner now (null: gone); unread for an organisation connection. */
+  readonly owner: Pick<User, 'id' | 'organisationId'> | null
+  /** The owner's level on the consumer app now (identity's effectiveRole / roleFrom). */
+  readonly ownerRole: AppRole | null
+  /** Whether the binding's creator may use the provider's integration now (identity's usesIntegration). */
+  readonly creatorMayUse: boolean
+}
+
 /**
- * How a binding stands now (spec 3.5), revoking it (stored, for good) when a personal
- * connection's owner left the consumer's organisation or, for an `account: app` slot, no
- * longer holds Edit on the consumer app. Suspended (not stored) while the creator may not
- * use the provider's integration, or when consumer, provider and connection no longer
- * share one organisation.
+ * How a binding stands (spec 3.5), on facts read live; the rules, once. REVOKED when a
+ * personal connection's owner left the consumer's organisation or, for an `account: app`
+ * slot, no longer holds Edit on the consumer app. SUSPENDED while the creator may not use
+ * the provider's integration, or when consumer, provider and connection no longer share one
+ * organisation.
  */
+export function standingFrom(facts: StandingFacts): { standing: 'active' | 'suspended' } | { standing: 'revoked'; reason: string } {
+  const { binding, connection, consumer, owner } = facts
+  if (connection.kind === 'personal') {
+    if (!owner || owner.organisationId === null || owner.organisationId !== consumer.organisationId) {
+      return { standing: 'revoked', reason: 'the connection\'s owner left the organisation' }
+    }
+    if (binding.userId === null && !holdsRole(facts.ownerRole, 'edit')) {
+      return { standing: 'revoked', reason: 'the connection\'s owner no longer holds Edit on the app' }
+    }
+  }
+  if (consumer.organisationId === null || connection.organisationId !== consumer.organisationId
+    || connection.providerAppId !== facts.providerAppId) {
+    return { standing: 'suspended' }
+  }
+  return { standing: facts.creatorMayUse ? 'active' : 'suspended' }
+}
+
+/** standingFrom, storing a revocation (for good). */
+export async function settleStanding(deps: BindingDeps, facts: StandingFacts): Promise<BindingStanding> {
+  const decided = standingFrom(facts)
+  if (decided.standing === 'revoked') await updateRevoked(deps.db, { id: facts.binding.id, reason: decided.reason, at: deps.clock.now() })
+  return decided.standing
+}
+
+/** How a binding stands now (standingFrom on facts read here, a statement each), revoking it when it must. */
 export async function bindingStanding(
   deps: BindingDeps,
   input: { binding: Binding; connection: Connection; consumer: App; providerAppId: string },
 ): Promise<BindingStanding> {
   const { binding, connection, consumer } = input
-  const revoke = async (reason: string): Promise<BindingStanding> => {
-    await updateRevoked(deps.db, { id: binding.id, reason, at: deps.clock.now() })
-    return 'revoked'
-  }
-  if (connection.kind === 'personal') {
-    const owner = connection.ownerId === null ? null : await findUserById(deps.db, connection.ownerId)
-    if (!owner || owner.organisationId === null || owner.organisationId !== consumer.organisationId) {
-      return revoke('the connection\'s owner left the organisation')
-    }
-    if (binding.userId === null) {
-      const role = await effectiveRole(deps.db, { app: consumer, user: owner })
-      if (role !== 'edit' && role !== 'administer') return revoke('the connection\'s owner no longer holds Edit on the app')
-    }
-  }
-  if (consumer.organisationId === null || connection.organisationId !== consumer.organisationId
-    || connection.providerAppId !== input.providerAppId) {
-    return 'suspended'
-  }
+  const owner = connection.kind === 'personal' && connection.ownerId !== null ? await findUserById(deps.db, connection.ownerId) : null
+  const ownerRole = owner && binding.userId === null ? await effectiveRole(deps.db, { app: consumer, user: owner }) : null
   const creator = await findUserById(deps.db, binding.createdBy)
-  if (!creator || !(await mayUseIntegration(deps.db, { user: creator, providerApp: { id: input.providerAppId } }))) return 'suspended'
-  return 'active'
+  const creatorMayUse = creator !== null && await mayUseIntegration(deps.db, { user: creator, providerApp: { id: input.providerAppId } })
+  return settleStanding(deps, { ...input, owner, ownerRole, creatorMayUse })
+}
+
+/** Everything one broker call checks, read in one statement (queries.ts selectCallFacts). */
+export interface CallFacts {
+  readonly consumer: App
+  /** The contract an active app of the consumer's organisation publishes under the slot's integration, or null. */
+  readonly published: { readonly providerApp: App; readonly contract: IntegrationContract } | null
+  readonly binding: Binding | null
+  /** The binding's connection (null: no binding, or the connection is gone) and its sealed credentials. */
+  readonly connection: Connection | null
+  readonly credentials: readonly CredentialRow[]
+  /** The standing facts, when there are a binding, its connection and a published contract. */
+  readonly standing: StandingFacts | null
+}
+
+/**
+ * The facts of one broker call for the consumer `appId`'s `slot` (of `integration`) and
+ * `userId` (null: the app's binding), live, in one statement; null when the app is gone.
+ */
+export async function callFacts(
+  db: Db, key: { appId: string; integration: string; slot: string; userId: string | null },
+): Promise<CallFacts | null> {
+  if (!isUuid(key.appId) || (key.userId !== null && !isUuid(key.userId))) return null
+  const row = (await selectCallFacts(db, key))[0]
+  const consumer = row && unprefix<AppRow>(row, 'consumer_')
+  if (!row || !consumer) return null
+  const providerApp = unprefix<AppRow>(row, 'provider_')
+  const published = providerApp ? { providerApp: appFromRow(providerApp), contract: row.contract as IntegrationContract } : null
+  const bindingRow = unprefix<BindingRow>(row, 'binding_')
+  const binding = bindingRow ? toBinding(bindingRow) : null
+  const connectionRow = unprefix<ConnectionRow>(row, 'connection_')
+  const connection = connectionRow ? toConnection(connectionRow) : null
+  const app = appFromRow(consumer)
+  let standing: StandingFacts | null = null
+  if (binding && connection && published) {
+    const owner = row.owner_id === null ? null
+      : { id: row.owner_id as string, organisationId: row.owner_organisation_id as string | null, emailConfirmedAt: row.owner_email_confirmed_at as Date | null }
+    const creator = unprefix<AudienceFacts>(row, 'creator_')
+    standing = {
+      binding, connection, consumer: app, providerAppId: published.providerApp.id, owner,
+      ownerRole: owner ? roleFrom({ app, user: owner, grant: row.owner_grant as AppRole | null }) : null,
+      creatorMayUse: creator !== null && usesIntegration(creator, binding.createdBy),
+    }
+  }
+  return { consumer: app, published, binding, connection, credentials: connection ? row.credentials as CredentialRow[] : [], standing }
+}
+
+interface AppRow extends Record<string, unknown> {
+  id: string; organisation_id: string | null; owner_id: string; slug: string; name: string; visibility: App['visibility']
+  status: App['status']; paused_reason: string | null; active_release_id: string | null; created_at: Date; updated_at: Date
+}
+
+function appFromRow(row: AppRow): App {
+  return {
+    id: row.id, organisationId: row.organisation_id, ownerId: row.owner_id, slug: row.slug, name: row.name, visibility: row.visibility,
+    status: row.status, pausedReason: row.paused_reason, activeReleaseId: row.active_release_id, createdAt: row.created_at, updatedAt: row.updated_at,
+  }
 }
 
 /** A slot with the state of its binding, for the app integration API. */

@@ -1,8 +1,9 @@
 /**
  * Bindings: the public surface for the composition root and the broker. A binding connects
- * a consumer app's slot to a connection; `bindingStanding` is the live delegation check.
+ * a consumer app's slot to a connection; `standingFrom` is the live delegation check
+ * (`bindingStanding` for listings, `callFacts` + `settleStanding` for the broker's one read).
  */
-export { activeBinding, bindSlot, bindingStanding, listSlots, publishedContract, slotsOf, unbindSlot } from './bindings.ts'
-export type { Binding, BindingStanding, SlotView } from './bindings.ts'
+export { activeBinding, bindSlot, bindingStanding, callFacts, listSlots, publishedContract, settleStanding, slotsOf, standingFrom, unbindSlot } from './bindings.ts'
+export type { Binding, BindingStanding, CallFacts, SlotView, StandingFacts } from './bindings.ts'
 export { bindingRoutes } from './routes.ts'
 export { bindPages, connectAndBindPath } from './pages.ts'

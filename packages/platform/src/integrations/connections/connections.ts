@@ -21,7 +21,7 @@ import {
   deleteConnection, deleteCredentials, insertConnection, insertCredential, selectConnection, selectConnectionIdByWebhookHash,
   selectCredentials, selectCredentialsNotUnder, selectPublished, selectVisibleConnections, selectWebhookToken,
   selectWebhookTokensNotUnder, updateActivated, updateCredentialSealed, updateReconnectRequired, updateWebhookTokenSealed,
-  type ConnectionRow,
+  type ConnectionRow, type CredentialRow,
 } from './queries.ts'
 
 /** Longest credential value, in UTF-8 bytes. */
@@ -98,7 +98,8 @@ export interface Actor {
   readonly organisationRole: 'member' | 'admin'
 }
 
-function toConnection(row: ConnectionRow): Connection {
+/** A connection from its row (selectConnection, or the broker's statement). */
+export function toConnection(row: ConnectionRow): Connection {
   return {
     id: row.id,
     organisationId: row.organisation_id,
@@ -438,11 +439,18 @@ export async function readConnectionCredentials(
 ): Promise<ConnectionCredentials> {
   const connection = await findConnection(db, input.connectionId)
   if (!connection) throw new ServiceError('CONNECTION_NOT_FOUND', 'there is no connection with this id')
+  return { connection, values: openCredentials({ keyring: input.keyring, connection, rows: await selectCredentials(db, connection.id) }) }
+}
+
+/** The connection's credential values, decrypted from rows already read (only the broker's read calls it). */
+export function openCredentials(
+  input: { keyring: ConnectionKeyring; connection: Connection; rows: readonly CredentialRow[] },
+): Map<string, string> {
   const values = new Map<string, string>()
-  for (const row of await selectCredentials(db, connection.id)) {
-    values.set(row.name, decrypt(keyFor(input.keyring, row.key_id), credentialPurpose(connection.id, row.name), row.value_encrypted))
+  for (const row of input.rows) {
+    values.set(row.name, decrypt(keyFor(input.keyring, row.key_id), credentialPurpose(input.connection.id, row.name), row.value_encrypted))
   }
-  return { connection, values }
+  return values
 }
 
 /**

@@ -6,8 +6,10 @@
  */
 export {
   checkCredentialValues, checkLabel, connectableKinds, connectionKeyring, createConnection, findConnection, findConnectionByWebhookToken, findPublishedIntegration, managesConnection,
-  managedConnection, markReconnectRequired, readConnectionCredentials, replaceCredentials, resealConnections, seesConnection,
+  managedConnection, markReconnectRequired, openCredentials, readConnectionCredentials, replaceCredentials, resealConnections, seesConnection,
+  toConnection,
 } from './connections.ts'
+export { connectionColumns, credentialsJson, type ConnectionRow, type CredentialRow } from './queries.ts'
 export type { Actor, Connection, ConnectionCredentials, ConnectionDeps, ConnectionKeyring, ConnectionKind, ConnectionStatus, PublishedIntegration } from './connections.ts'
 export { connectPagePath, connectionPages, webhookUrl } from './pages.ts'
 export { connectionRoutes } from './routes.ts'
