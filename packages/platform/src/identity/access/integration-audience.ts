@@ -29,7 +29,11 @@ export interface IntegrationAudience {
 /** At most this many named people per audience. */
 export const MAX_AUDIENCE_PEOPLE = 500
 
-/** The facts both audience checks read about one person and one provider app, live. */
+/**
+ * The facts both audience checks read about one person and one provider app, live: the SQL
+ * function platform.integration_audience_facts (migration 0020), which the broker's one
+ * statement also joins (platform.integration_call_facts).
+ */
 export interface AudienceFacts extends Record<string, unknown> {
   owner_id: string
   app_organisation: string | null
@@ -40,27 +44,9 @@ export interface AudienceFacts extends Record<string, unknown> {
   named_administer: boolean
 }
 
-/**
- * The select-list columns of AudienceFacts for the provider app aliased `app` and the person
- * aliased `user` in the caller's FROM, each name prefixed with `prefix`: the one SQL the
- * checks below read, also joined into the broker's single statement (bindings/queries.ts).
- */
-export function audienceFactsColumns(app: string, user: string, prefix = ''): string {
-  return `${app}.owner_id as ${prefix}owner_id, ${app}.organisation_id as ${prefix}app_organisation,
-            ${user}.organisation_id as ${prefix}user_organisation, ${user}.email_confirmed_at is not null as ${prefix}confirmed,
-            coalesce((select ia.use_scope from platform.integration_audiences ia where ia.app_id = ${app}.id), 'organisation') as ${prefix}use_scope,
-            exists (select 1 from platform.integration_audience_people p
-                     where p.app_id = ${app}.id and p.user_id = ${user}.id and p.audience = 'use') as ${prefix}named_use,
-            exists (select 1 from platform.integration_audience_people p
-                     where p.app_id = ${app}.id and p.user_id = ${user}.id and p.audience = 'administer') as ${prefix}named_administer`
-}
-
 /** One statement: everything both checks need, read live. Undefined when app or user is gone. */
 async function standing(db: Queryable, userId: string, appId: string): Promise<AudienceFacts | undefined> {
-  return first<AudienceFacts>(db,
-    `select ${audienceFactsColumns('a', 'u')}
-       from platform.apps a cross join platform.users u
-      where a.id = $1 and u.id = $2`, [appId, userId])
+  return first<AudienceFacts>(db, 'select * from platform.integration_audience_facts($1, $2)', [appId, userId])
 }
 
 function sameOrganisation(s: AudienceFacts): boolean {
@@ -85,7 +71,7 @@ export async function mayAdministerIntegration(
 }
 
 /**
- * The Use rule on facts already read (audienceFactsColumns): the owner always; otherwise a
+ * The Use rule on facts already read (AudienceFacts): the owner always; otherwise a
  * confirmed member of the provider app's organisation when the Use audience is the
  * organisation, else one named in the Use or Administer audience. Undefined facts (app or
  * person gone): no.

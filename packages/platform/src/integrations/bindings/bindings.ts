@@ -21,12 +21,12 @@ import type { Clock } from '../../lib/clock.ts'
 import { ServiceError } from '../../lib/errors.ts'
 import type { IntegrationContract, IntegrationSlot, Manifest } from '../../manifest/index.ts'
 import {
-  effectiveRole, findUserById, holdsRole, mayUseIntegration, roleFrom, usesIntegration, type AppRole, type AudienceFacts, type User,
+  effectiveRole, findUserById, holdsRole, mayUseIntegration, roleFrom, usesIntegration, type AppRole, type User,
 } from '../../identity/index.ts'
 import { isUuid } from '../../lib/ids.ts'
 import { findConnection, seesConnection, toConnection, type Connection, type ConnectionRow, type CredentialRow } from '../connections/index.ts'
 import {
-  deleteActiveBinding, insertBinding, selectActiveBinding, selectCallFacts, selectPublishedContract, selectReleaseManifest, unprefix, updateRevoked,
+  deleteActiveBinding, insertBinding, selectActiveBinding, selectCallFacts, selectPublishedContract, selectReleaseManifest, updateRevoked,
   type BindingRow,
 } from './queries.ts'
 
@@ -228,39 +228,40 @@ export async function callFacts(
   db: Db, key: { appId: string; integration: string; slot: string; userId: string | null },
 ): Promise<CallFacts | null> {
   if (!isUuid(key.appId) || (key.userId !== null && !isUuid(key.userId))) return null
-  const row = (await selectCallFacts(db, key))[0]
-  const consumer = row && unprefix<AppRow>(row, 'consumer_')
-  if (!row || !consumer) return null
-  const providerApp = unprefix<AppRow>(row, 'provider_')
-  const published = providerApp ? { providerApp: appFromRow(providerApp), contract: row.contract as IntegrationContract } : null
-  const bindingRow = unprefix<BindingRow>(row, 'binding_')
-  const binding = bindingRow ? toBinding(bindingRow) : null
-  const connectionRow = unprefix<ConnectionRow>(row, 'connection_')
-  const connection = connectionRow ? toConnection(connectionRow) : null
-  const app = appFromRow(consumer)
+  const facts = await selectCallFacts(db, key)
+  if (!facts) return null
+  const consumer = appFromJson(facts.consumer)
+  const published = facts.provider && facts.contract ? { providerApp: appFromJson(facts.provider), contract: facts.contract } : null
+  const binding = facts.binding ? toBinding(facts.binding as BindingRow) : null
+  const connection = facts.connection ? toConnection(withDates(facts.connection, ['status_changed_at', 'created_at', 'updated_at']) as ConnectionRow) : null
   let standing: StandingFacts | null = null
   if (binding && connection && published) {
-    const owner = row.owner_id === null ? null
-      : { id: row.owner_id as string, organisationId: row.owner_organisation_id as string | null, emailConfirmedAt: row.owner_email_confirmed_at as Date | null }
-    const creator = unprefix<AudienceFacts>(row, 'creator_')
+    const owner = facts.owner
+      ? { id: facts.owner.id, organisationId: facts.owner.organisation_id, emailConfirmedAt: facts.owner.email_confirmed_at === null ? null : new Date(facts.owner.email_confirmed_at) }
+      : null
     standing = {
-      binding, connection, consumer: app, providerAppId: published.providerApp.id, owner,
-      ownerRole: owner ? roleFrom({ app, user: owner, grant: row.owner_grant as AppRole | null }) : null,
-      creatorMayUse: creator !== null && usesIntegration(creator, binding.createdBy),
+      binding, connection, consumer, providerAppId: published.providerApp.id, owner,
+      ownerRole: owner ? roleFrom({ app: consumer, user: owner, grant: facts.owner_grant }) : null,
+      creatorMayUse: usesIntegration(facts.creator ?? undefined, binding.createdBy),
     }
   }
-  return { consumer: app, published, binding, connection, credentials: connection ? row.credentials as CredentialRow[] : [], standing }
+  return { consumer, published, binding, connection, credentials: connection ? facts.credentials : [], standing }
 }
 
-interface AppRow extends Record<string, unknown> {
-  id: string; organisation_id: string | null; owner_id: string; slug: string; name: string; visibility: App['visibility']
-  status: App['status']; paused_reason: string | null; active_release_id: string | null; created_at: Date; updated_at: Date
+/** `row` with the named timestamp fields (JSON text) as Dates. */
+function withDates(row: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> {
+  const out = { ...row }
+  for (const field of fields) if (typeof out[field] === 'string') out[field] = new Date(out[field])
+  return out
 }
 
-function appFromRow(row: AppRow): App {
+function appFromJson(json: Record<string, unknown>): App {
+  const row = withDates(json, ['created_at', 'updated_at'])
   return {
-    id: row.id, organisationId: row.organisation_id, ownerId: row.owner_id, slug: row.slug, name: row.name, visibility: row.visibility,
-    status: row.status, pausedReason: row.paused_reason, activeReleaseId: row.active_release_id, createdAt: row.created_at, updatedAt: row.updated_at,
+    id: row.id as string, organisationId: row.organisation_id as string | null, ownerId: row.owner_id as string, slug: row.slug as string,
+    name: row.name as string, visibility: row.visibility as App['visibility'], status: row.status as App['status'],
+    pausedReason: (row.paused_reason ?? null) as string | null, activeReleaseId: row.active_release_id as string | null,
+    createdAt: row.created_at as Date, updatedAt: row.updated_at as Date,
   }
 }
 

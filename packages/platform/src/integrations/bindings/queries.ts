@@ -4,8 +4,8 @@
  * published contract of a name).
  */
 import { first, type Db, type Queryable } from '../../db/db.ts'
-import { audienceFactsColumns } from '../../identity/index.ts'
-import { connectionColumns, credentialsJson } from '../connections/index.ts'
+import type { AppRole, AudienceFacts } from '../../identity/index.ts'
+import type { CredentialRow } from '../connections/index.ts'
 import type { IntegrationContract, Manifest } from '../../manifest/index.ts'
 
 export interface BindingRow extends Record<string, unknown> {
@@ -99,53 +99,29 @@ export async function selectOwnConnections(
     [key.userId, key.providerAppId, key.integration])
 }
 
-const APP_FIELDS = ['id', 'organisation_id', 'owner_id', 'slug', 'name', 'visibility', 'status', 'paused_reason', 'active_release_id', 'created_at', 'updated_at']
-const BINDING_FIELDS = COLUMNS.split(', ')
-
-/** `alias.column as prefixcolumn` for each column. */
-function prefixed(alias: string, columns: readonly string[], prefix: string): string {
-  return columns.map((column) => `${alias}.${column} as ${prefix}${column}`).join(', ')
-}
-
-/** The columns of `row` whose names start with `prefix`, without it; null when `prefix + 'id'` is null (no such row). */
-export function unprefix<T extends Record<string, unknown>>(row: Record<string, unknown>, prefix: string): T | null {
-  if (row[`${prefix}id`] === null || row[`${prefix}id`] === undefined) return null
-  const out: Record<string, unknown> = {}
-  for (const [key, value] of Object.entries(row)) if (key.startsWith(prefix)) out[key.slice(prefix.length)] = value
-  return out as T
-}
-
 /**
- * Everything one broker call checks, in ONE statement (prepared, `db.read`): the consumer app
- * (`consumer_*`; no row when it is gone), the contract an active app of its organisation
- * publishes under `integration` with that provider app (`provider_*`, `contract`), the live
- * binding of the slot for `userId` (`binding_*`), its connection (`connection_*`, with the
- * connection's rows as `credentials`), the connection owner's account and stored grant on
- * the consumer (`owner_*`, `owner_grant`) and the binding creator's audience facts on the
- * provider (`creator_*`, identity's audienceFactsColumns). The rules applied to them are
- * identity's and bindings.ts's; nothing here decides.
+ * Everything one broker call checks, live, in ONE statement (prepared, `db.read`): the SQL
+ * function platform.integration_call_facts (migration 0020), whose plan PL/pgSQL caches.
+ * Facts only; the rules applied to them are identity's and bindings.ts's. Null when the
+ * consumer app is gone.
  */
-export function selectCallFacts(
+export async function selectCallFacts(
   db: Db, key: { appId: string; integration: string; slot: string; userId: string | null },
-): Promise<Record<string, unknown>[]> {
-  return db.read(CALL_FACTS, [key.appId, key.integration, key.slot, key.userId])
+): Promise<CallFactsJson | null> {
+  const rows = await db.read<{ facts: CallFactsJson | null }>('select platform.integration_call_facts($1, $2, $3, $4) as facts',
+    [key.appId, key.integration, key.slot, key.userId])
+  return rows[0]?.facts ?? null
 }
 
-const CALL_FACTS = `select ${prefixed('a', APP_FIELDS, 'consumer_')},
-       ${prefixed('pa', APP_FIELDS, 'provider_')}, pc.contract,
-       ${prefixed('b', BINDING_FIELDS, 'binding_')},
-       ${connectionColumns('c', 'cpa', 'connection_')}, ${credentialsJson('c.id')} as credentials,
-       ou.id as owner_id, ou.organisation_id as owner_organisation_id, ou.email_confirmed_at as owner_email_confirmed_at,
-       og.role as owner_grant,
-       cu.id as creator_id, ${audienceFactsColumns('pa', 'cu', 'creator_')}
-  from platform.apps a
-  left join (platform.integration_contracts pc join platform.apps pa on pa.id = pc.app_id and pa.status = 'active')
-    on pc.organisation_id = a.organisation_id and pc.name = $2
-  left join platform.integration_bindings b
-    on b.consumer_app_id = a.id and b.slot = $3 and b.status = 'active' and b.user_id is not distinct from $4
-  left join platform.connections c on c.id = b.connection_id
-  left join platform.apps cpa on cpa.id = c.provider_app_id
-  left join platform.users ou on ou.id = c.owner_id
-  left join platform.app_grants og on og.app_id = a.id and og.user_id = ou.id
-  left join platform.users cu on cu.id = b.created_by
- where a.id = $1`
+/** platform.integration_call_facts's JSON (timestamps as ISO text). */
+export interface CallFactsJson {
+  consumer: Record<string, unknown>
+  provider: Record<string, unknown> | null
+  contract: IntegrationContract | null
+  binding: Record<string, unknown> | null
+  connection: Record<string, unknown> | null
+  credentials: CredentialRow[]
+  owner: { id: string; organisation_id: string | null; email_confirmed_at: string | null } | null
+  owner_grant: AppRole | null
+  creator: AudienceFacts | null
+}

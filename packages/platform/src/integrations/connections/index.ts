@@ -9,7 +9,7 @@ export {
   managedConnection, markReconnectRequired, openCredentials, readConnectionCredentials, replaceCredentials, resealConnections, seesConnection,
   toConnection,
 } from './connections.ts'
-export { connectionColumns, credentialsJson, type ConnectionRow, type CredentialRow } from './queries.ts'
+export type { ConnectionRow, CredentialRow } from './queries.ts'
 export type { Actor, Connection, ConnectionCredentials, ConnectionDeps, ConnectionKeyring, ConnectionKind, ConnectionStatus, PublishedIntegration } from './connections.ts'
 export { connectPagePath, connectionPages, webhookUrl } from './pages.ts'
 export { connectionRoutes } from './routes.ts'

@@ -39,31 +39,8 @@ export interface PublishedRow extends Record<string, unknown> {
   integration: unknown
 }
 
-/**
- * The select-list columns of a ConnectionRow for the connection aliased `c` and its provider
- * app aliased `a`, each name prefixed with `prefix` (the broker joins them into its one
- * statement, bindings/queries.ts).
- */
-export function connectionColumns(c: string, a: string, prefix = ''): string {
-  return ['id', 'organisation_id', 'provider_app_id', 'integration_name', 'kind', 'owner_id', 'created_by', 'label', 'status',
-    'status_reason', 'status_changed_at', 'created_at', 'updated_at']
-    .map((column) => `${c}.${column} as ${prefix}${column}`).concat(`${a}.slug as ${prefix}provider_app_slug`).join(', ')
-}
-
-const CONNECTION_COLUMNS = connectionColumns('c', 'a')
-
-const CREDENTIALS_SELECT = `select name, secret, value_encrypted, key_id from platform.connection_credentials
-      where connection_id = $1 order by name limit 100`
-
-/**
- * An expression of the CredentialRows of the connection whose id is `connectionId` (a SQL
- * expression) as a JSON array, the same rows selectCredentials reads.
- */
-export function credentialsJson(connectionId: string): string {
-  return `(select coalesce(json_agg(json_build_object('name', x.name, 'secret', x.secret, 'value_encrypted', x.value_encrypted,
-            'key_id', x.key_id) order by x.name), '[]'::json)
-       from (${CREDENTIALS_SELECT.replace('$1', connectionId)}) x)`
-}
+const CONNECTION_COLUMNS = `c.id, c.organisation_id, c.provider_app_id, a.slug as provider_app_slug, c.integration_name,
+  c.kind, c.owner_id, c.created_by, c.label, c.status, c.status_reason, c.status_changed_at, c.created_at, c.updated_at`
 
 /** The app (by id or slug) and the `provides.integration` block of its active release. */
 export async function selectPublished(db: Queryable, app: { id: string | null; slug: string | null }): Promise<PublishedRow | null> {
@@ -132,7 +109,11 @@ export async function selectConnectionIdByWebhookHash(db: Queryable, hash: strin
 }
 
 export async function selectCredentials(db: Queryable, connectionId: string): Promise<CredentialRow[]> {
-  return await db.query<CredentialRow>(CREDENTIALS_SELECT, [connectionId])
+  return await db.query<CredentialRow>(
+    `select name, secret, value_encrypted, key_id from platform.connection_credentials
+      where connection_id = $1 order by name limit 100`,
+    [connectionId],
+  )
 }
 
 /**
