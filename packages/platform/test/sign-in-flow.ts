@@ -32,6 +32,15 @@ export async function claim(b: CookieClient, requestId: string): Promise<Respons
   return b.post(`${AUTH}/sign-in/claim`, { csrf: field(html, 'csrf'), r: requestId })
 }
 
+/** A fresh browser signed in at the auth host (a central session) as `email`, by email link. */
+export async function signedInBrowser(h: Harness, email: string): Promise<CookieClient> {
+  const b = new CookieClient(h)
+  const { requestId, link } = await requestLink(b, email)
+  assert.equal((await approve(b, link)).status, 200)
+  assert.equal((await claim(b, requestId)).status, 303)
+  return b
+}
+
 /** Signs a browser in with an email link and follows it into an app page. */
 export async function signInTo(b: CookieClient, slug: string, email: string, path = '/') {
   let first = await b.visit(appUrl(slug) + path)

@@ -13,7 +13,7 @@ import { backend } from '../../test/test-db.ts'
 import { bundle, manifest, ownerApi, startHarness, type Harness } from '../../test/harness.ts'
 import { capturedLog, type CapturedLog } from '../../test/captured-log.ts'
 import { CookieClient, field } from '../../test/cookie-client.ts'
-import { AUTH, approve, claim, requestLink } from '../../test/sign-in-flow.ts'
+import { AUTH, signedInBrowser } from '../../test/sign-in-flow.ts'
 import { findUserById } from '../identity/index.ts'
 import { findAppBySlug } from '../apps/apps.ts'
 import { createConnection } from './connections/connections.ts'
@@ -227,14 +227,6 @@ describe(`bindings and the broker (${backend})`, () => {
     if (status !== undefined) assert.equal(result.error.status, status)
   }
 
-  /** A browser signed in at the auth host as an existing, confirmed person. */
-  async function signedInBrowser(email: string): Promise<CookieClient> {
-    const b = new CookieClient(h)
-    const { requestId, link } = await requestLink(b, email)
-    assert.equal((await approve(b, link)).status, 200)
-    assert.equal((await claim(b, requestId)).status, 303)
-    return b
-  }
 
   before(async () => {
     log = capturedLog('debug')
@@ -409,7 +401,7 @@ export default defineFunction({ input: object({ mode: string() }), handler: () =
   })
 
   test('the connectUrl page connects and binds the person\'s own account in one step; each person binds their own', async () => {
-    const b = await signedInBrowser('bob@acme.test')
+    const b = await signedInBrowser(h, 'bob@acme.test')
     const url = `${AUTH}/integrations/connect?app=desk&slot=my_shop`
     const res = await b.fetch(url)
     const html = await res.text()

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test'
 import { backend } from '../../../test/test-db.ts'
 import { startHarness, type Harness } from '../../../test/harness.ts'
 import { CookieClient, field } from '../../../test/cookie-client.ts'
-import { AUTH, approve, claim, deployPage, requestLink } from '../../../test/sign-in-flow.ts'
+import { AUTH, deployPage, signedInBrowser } from '../../../test/sign-in-flow.ts'
 import { sha256 } from '../../lib/crypto.ts'
 import { APP_CHANGED } from '../../apps/apps.ts'
 import { announceChange, dropLocal } from '../../lib/notified-cache.ts'
@@ -11,14 +11,6 @@ import { announceChange, dropLocal } from '../../lib/notified-cache.ts'
 const SECRET = /svc_app_[A-Za-z0-9_-]{43}/
 
 /** A browser signed in at the auth host (an unknown address gets a new, confirmed account). */
-async function signedInBrowser(h: Harness, email: string): Promise<CookieClient> {
-  const b = new CookieClient(h)
-  const { requestId, link } = await requestLink(b, email)
-  assert.equal((await approve(b, link)).status, 200)
-  assert.equal((await claim(b, requestId)).status, 303)
-  return b
-}
-
 async function errorCode(res: Response): Promise<string> {
   return ((await res.json()) as { error: { code: string } }).error.code
 }

@@ -3,17 +3,9 @@ import { after, before, describe, test } from 'node:test'
 import { backend } from '../../../test/test-db.ts'
 import { startHarness, type Harness } from '../../../test/harness.ts'
 import { CookieClient, field } from '../../../test/cookie-client.ts'
-import { AUTH, approve, claim, requestLink } from '../../../test/sign-in-flow.ts'
+import { approve, AUTH, claim, requestLink, signedInBrowser } from '../../../test/sign-in-flow.ts'
 
 interface Login { id: string; approveUrl: string; userCode: string; pollToken: string; expiresAt: string }
-
-async function signedInBrowser(h: Harness, email: string): Promise<CookieClient> {
-  const b = new CookieClient(h)
-  const { requestId, link } = await requestLink(b, email)
-  assert.equal((await approve(b, link)).status, 200)
-  assert.equal((await claim(b, requestId)).status, 303)
-  return b
-}
 
 describe(`service login through the browser (${backend})`, () => {
   let h: Harness

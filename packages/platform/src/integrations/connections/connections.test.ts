@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test'
 import { backend } from '../../../test/test-db.ts'
 import { bundle, manifest, ownerApi, startHarness, type Harness } from '../../../test/harness.ts'
 import { CookieClient, field } from '../../../test/cookie-client.ts'
-import { AUTH, approve, claim, requestLink } from '../../../test/sign-in-flow.ts'
+import { AUTH, signedInBrowser } from '../../../test/sign-in-flow.ts'
 import { capturedLog, type CapturedLog } from '../../../test/captured-log.ts'
 import { deriveKey } from '../../lib/master-key.ts'
 import { randomBytes } from 'node:crypto'
@@ -88,14 +88,6 @@ provides:
 `
 
 /** A browser signed in at the auth host as an existing, confirmed person. */
-async function signedInBrowser(h: Harness, email: string): Promise<CookieClient> {
-  const b = new CookieClient(h)
-  const { requestId, link } = await requestLink(b, email)
-  assert.equal((await approve(b, link)).status, 200)
-  assert.equal((await claim(b, requestId)).status, 303)
-  return b
-}
-
 describe(`connections (${backend})`, () => {
   let h: Harness
   let log: CapturedLog

@@ -27,7 +27,8 @@ import { CookieClient, field } from '../../../test/cookie-client.ts'
 import { AUTH } from '../../../test/sign-in-flow.ts'
 import { capturedLog, type CapturedLog } from '../../../test/captured-log.ts'
 import type { InvokeProvider, ProviderResult } from '../provider-invocation.ts'
-import { signedInBrowser, startPlatform } from './test-platform.ts'
+import { startPlatform } from './test-platform.ts'
+import { signedInBrowser } from '../../../test/sign-in-flow.ts'
 import { findAppBySlug } from '../../apps/apps.ts'
 
 const CALLBACK = `${BASE}/v1/custom-integrations/oauth/callback`

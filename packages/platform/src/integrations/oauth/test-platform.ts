@@ -3,7 +3,6 @@
  * `invokeProvider` (or the real one, with loopback opened to Functions by `allowNet`), master key and clock (two platforms over one database share them, as two
  * processes of one deployment do), and a browser signed in at the auth host.
  */
-import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -12,8 +11,6 @@ import type { ManualClock } from '../../lib/clock.ts'
 import type { Logger } from '../../lib/logger.ts'
 import type { TestDb } from '../../../test/test-db.ts'
 import { BASE, type Harness } from '../../../test/harness.ts'
-import { CookieClient } from '../../../test/cookie-client.ts'
-import { approve, claim, requestLink } from '../../../test/sign-in-flow.ts'
 import type { InvokeProvider } from '../provider-invocation.ts'
 
 /** A platform over `t` with the fake provider, as harness.ts builds one (it takes no invoker). */
@@ -52,13 +49,5 @@ export async function startPlatform(
       await t.cleanup()
     },
   }
-}
-
-export async function signedInBrowser(h: Harness, email: string): Promise<CookieClient> {
-  const b = new CookieClient(h)
-  const { requestId, link } = await requestLink(b, email)
-  assert.equal((await approve(b, link)).status, 200)
-  assert.equal((await claim(b, requestId)).status, 303)
-  return b
 }
 
