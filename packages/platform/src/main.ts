@@ -29,7 +29,7 @@ const operatorKey = ensureOperatorKey(config)
 const masterKey = loadMasterKey({ dataDir: config.dataDir, fromEnv: config.masterKey })
 const platform = createPlatform({ config, db, clock: systemClock, logger, operatorKey: operatorKey.value, masterKey })
 const examples = config.deployExamples
-  ? await deployExamples({ db, clock: systemClock, logger, dir: config.examplesDir })
+  ? await deployExamples({ db, clock: systemClock, logger, dir: config.examplesDir, baseUrl: config.baseUrl, masterKey })
   : []
 const bannerFacts = await readBannerFacts(db)
 

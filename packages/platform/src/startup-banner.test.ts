@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { fileURLToPath } from 'node:url'
 import { after, before, describe, test } from 'node:test'
-import { bundle, manifest, startHarness, type Harness } from '../test/harness.ts'
+import { BASE, bundle, manifest, startHarness, type Harness } from '../test/harness.ts'
 import { backend } from '../test/test-db.ts'
 import { deployExamples } from './deploy/examples.ts'
 import { silentLogger } from './lib/logger.ts'
@@ -26,12 +26,20 @@ describe(`the start-up banner (${backend})`, () => {
   const FIRST_OWNER = /first owner {2}npx service operator create-user/
 
   test('a first start lists the examples it deployed and prints the first-owner hint', async () => {
-    const examples = await deployExamples({ db: h.t.db, clock: h.clock, logger: silentLogger, dir: EXAMPLES_DIR })
-    assert.deepEqual(examples.map((e) => [e.slug, e.deployedNow]), [['tasks', true]])
+    const examples = await deployExamples({ db: h.t.db, clock: h.clock, logger: silentLogger, dir: EXAMPLES_DIR, baseUrl: new URL(BASE), masterKey: new Uint8Array(32) })
+    assert.deepEqual(examples.map((e) => [e.slug, e.deployedNow]), [['orders', true], ['orders-desk', true], ['tasks', true]])
     const facts = await readBannerFacts(h.t.db)
-    assert.deepEqual(facts, { apps: [{ slug: 'tasks', visibility: 'private', status: 'active' }], moreApps: 0, ownerExists: false })
-    const lines = banner(facts, ['tasks'])
-    assert.ok(lines.includes(`  app tasks    ${h.platform.urls.app('tasks')}  (private, deployed now)`), lines.join('\n'))
+    assert.deepEqual(facts, {
+      apps: [
+        { slug: 'orders', visibility: 'public', status: 'active' },
+        { slug: 'orders-desk', visibility: 'public', status: 'active' },
+        { slug: 'tasks', visibility: 'private', status: 'active' },
+      ],
+      moreApps: 0,
+      ownerExists: false,
+    })
+    const lines = banner(facts, ['orders', 'orders-desk', 'tasks'])
+    assert.ok(lines.includes(`  app tasks       ${h.platform.urls.app('tasks')}  (private, deployed now)`), lines.join('\n'))
     assert.ok(lines.some((line) => FIRST_OWNER.test(line)))
   })
 
@@ -41,14 +49,14 @@ describe(`the start-up banner (${backend})`, () => {
     assert.equal((await h.request('/v1/apps', { token, json: { slug: 'draft', visibility: 'public' } })).status, 201)
     const deployed = await h.request('/v1/apps/notes/deployments', { token, json: bundle({ 'service.yaml': manifest('notes'), 'public/index.html': 'hi' }) })
     assert.equal(deployed.status, 201, await deployed.text())
-    const again = await deployExamples({ db: h.t.db, clock: h.clock, logger: silentLogger, dir: EXAMPLES_DIR })
-    assert.deepEqual(again.map((e) => [e.slug, e.deployedNow]), [['tasks', false]])
+    const again = await deployExamples({ db: h.t.db, clock: h.clock, logger: silentLogger, dir: EXAMPLES_DIR, baseUrl: new URL(BASE), masterKey: new Uint8Array(32) })
+    assert.deepEqual(again.map((e) => [e.slug, e.deployedNow]), [['orders', false], ['orders-desk', false], ['tasks', false]])
     const facts = await readBannerFacts(h.t.db)
-    assert.deepEqual(facts.apps.map((a) => a.slug), ['notes', 'tasks'], 'every app with a release, not the undeployed draft')
+    assert.deepEqual(facts.apps.map((a) => a.slug), ['notes', 'orders', 'orders-desk', 'tasks'], 'every app with a release, not the undeployed draft')
     assert.equal(facts.ownerExists, true)
     const lines = banner(facts)
-    assert.ok(lines.includes(`  app notes    ${h.platform.urls.app('notes')}  (public)`), lines.join('\n'))
-    assert.ok(lines.includes(`  app tasks    ${h.platform.urls.app('tasks')}  (private)`), lines.join('\n'))
+    assert.ok(lines.includes(`  app notes       ${h.platform.urls.app('notes')}  (public)`), lines.join('\n'))
+    assert.ok(lines.includes(`  app tasks       ${h.platform.urls.app('tasks')}  (private)`), lines.join('\n'))
     assert.ok(!lines.some((line) => FIRST_OWNER.test(line)), lines.join('\n'))
   })
 

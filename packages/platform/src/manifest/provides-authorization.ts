@@ -76,7 +76,7 @@ function readAuthorizationUrl(context: SectionContext, fields: Fields): string |
 
 /**
  * Why an authorization URL is unusable, or null. It must be absolute https; http is
- * accepted for localhost and 127.0.0.1 so providers can be developed locally. RFC 6749
+ * accepted for localhost, *.localhost and 127.0.0.1 so providers can be developed locally. RFC 6749
  * 3.1 forbids a fragment.
  *
  * @example
@@ -89,11 +89,12 @@ export function authorizationUrlProblem(text: string): string | null {
   } catch {
     return `"${text}" is not an absolute URL; write it like "https://login.example.com/oauth/authorize"`
   }
-  if (url.protocol === 'http:' && (url.hostname === 'localhost' || url.hostname === '127.0.0.1')) {
+  // `*.localhost` is loopback too (RFC 6761): a local platform's own apps live there.
+  if (url.protocol === 'http:' && (url.hostname === 'localhost' || url.hostname.endsWith('.localhost') || url.hostname === '127.0.0.1')) {
     return url.hash === '' ? null : `"${text}" must not contain a "#" fragment`
   }
   if (url.protocol !== 'https:') {
-    return `"${text}" must use https (http is accepted only for localhost and 127.0.0.1)`
+    return `"${text}" must use https (http is accepted only for localhost, *.localhost and 127.0.0.1)`
   }
   if (url.hash !== '') return `"${text}" must not contain a "#" fragment`
   return null
