@@ -222,9 +222,11 @@ describe('authorization', () => {
     valid(oauth(FIELDS[0] ?? '', '      authorizationUrl: http://localhost:8080/authorize', ...FIELDS.slice(2)))
   })
 
-  test('authorization URLs: https anywhere, http only on localhost and 127.0.0.1, never relative or with a fragment', () => {
+  test('authorization URLs: https anywhere, http only on localhost, *.localhost and 127.0.0.1, never relative or with a fragment', () => {
     assert.equal(authorizationUrlProblem('https://login.example.com/oauth/authorize?prompt=consent'), null)
     assert.equal(authorizationUrlProblem('http://localhost/authorize'), null)
+    assert.equal(authorizationUrlProblem('http://orders.localhost:8787/oauth/authorize'), null)
+    assert.match(authorizationUrlProblem('http://localhost.example.com/authorize') ?? '', /must use https/)
     assert.equal(authorizationUrlProblem('http://127.0.0.1:9000/authorize'), null)
     assert.match(authorizationUrlProblem('http://10.0.0.1/authorize') ?? '', /must use https/)
     assert.match(authorizationUrlProblem('ftp://example.com/authorize') ?? '', /must use https/)
