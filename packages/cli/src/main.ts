@@ -9,6 +9,7 @@
  *   service login | logout
  *   service app access-token list|create|revoke|request <app> ...
  *   service access list|set|remove|audience <app> ...
+ *   service integrations list|bind|unbind <app> ... | service connections list
  *   service operator create-user --email <email> --company <name> [--admin] [--platform-admin]
  *   service cron next "<expr>" [--tz <zone>] [--from <ISO>] [--count <n>]
  *   service cron list <app> | service cron run <app> <name>
@@ -37,6 +38,7 @@ import { devCommand } from './commands/dev.ts'
 import { logsCommand } from './commands/logs.ts'
 import { functionsInvokeCommand } from './commands/functions.ts'
 import { accessCommand } from './commands/access.ts'
+import { connectionsListCommand, integrationsCommand } from './commands/integrations.ts'
 import { openCredentialStore, type CredentialStore } from './credentials.ts'
 import type { Io } from './io.ts'
 import { confirmOnTerminal } from './confirm.ts'
@@ -67,6 +69,14 @@ const USAGE = `usage: service <command>
   access audience <app> [organisation | people <email,...> | administer <email,...|none>]
                                  show or set who may use (the organisation, or named people)
                                  and who may administer a provider app's integration
+  integrations list <app>        an app's integration slots: integration, account (app or
+                                 calling_user), binding state, bound connection
+  integrations bind <app> <slot> --connection <connectionId>
+                                 bind an account: app slot to a connection (Edit on the app)
+  integrations unbind <app> <slot>
+                                 remove the slot's binding
+  connections list               your connections and your organisation's: id, integration,
+                                 provider app, kind, status, label (never values)
   operator create-user --email <email> --company <name> [--admin] [--platform-admin]
                                  create a user and print an owner API token (operator key needed)
   cron next "<expr>" [--tz <zone>] [--from <ISO 8601>] [--count <n>]
@@ -132,6 +142,7 @@ export async function main(argv: string[], io: Io = processIo()): Promise<number
         limit: { type: 'string' },
         input: { type: 'string' },
         as: { type: 'string' },
+        connection: { type: 'string' },
         yes: { type: 'boolean', short: 'y' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -156,7 +167,7 @@ export async function main(argv: string[], io: Io = processIo()): Promise<number
   const store = async () => (credentials ??= await openCredentialStore({ env: io.env }))
   // The owner token: SERVICE_TOKEN, else the one `service login` stored (looked up only by
   // commands that call the owner API).
-  const needsToken = ['deploy', 'apps', 'releases', 'app', 'access', 'secrets', 'logs', 'functions', 'cron', 'dev'].includes(command) && !(command === 'app' && arg === 'request')
+  const needsToken = ['deploy', 'apps', 'releases', 'app', 'access', 'integrations', 'connections', 'secrets', 'logs', 'functions', 'cron', 'dev'].includes(command) && !(command === 'app' && arg === 'request')
     && !(command === 'cron' && sub === 'next')
   let token = io.env.SERVICE_TOKEN || undefined
   if (!token && needsToken) {
@@ -200,6 +211,11 @@ export async function main(argv: string[], io: Io = processIo()): Promise<number
         break
       case 'access':
         return await accessCommand(io, client, { action: sub, app: arg, rest: positionals.slice(3) })
+      case 'integrations':
+        return await integrationsCommand(io, client, { action: sub, app: arg, rest: positionals.slice(3), connection: values.connection })
+      case 'connections':
+        if (sub === 'list' && positionals.length === 2) return await connectionsListCommand(io, client)
+        break
       case 'cron':
         if (sub === 'next') {
           if (positionals.length > 3) {
