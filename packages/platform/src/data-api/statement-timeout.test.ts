@@ -14,26 +14,14 @@ import { eventually } from '../../test/eventually.ts'
 import { ownerApi, startHarness, type Harness } from '../../test/harness.ts'
 import { backend, createTestDb, type TestDb } from '../../test/test-db.ts'
 import { deployDataApp, expectJson, rest } from '../../test/data-fixture.ts'
+import { STUBBORN_BODY } from '../../test/integration-fixture.ts'
 
 /** Longer than the timeout by far: were it not cancelled, the test would see it succeed a minute later. */
 const SLEEPY_SQL = `
 create function nap() returns int language sql stable as $$ select pg_catalog.pg_sleep(60); select 1 $$;
 create function spin() returns int language plpgsql stable as $$ begin loop end loop; end $$;
 create function ping() returns int language sql stable as $$ select 1 $$;
-create function stubborn() returns int language plpgsql stable as $$
-begin
-  -- The sleeping loop runs inside the handler, so the cancel always lands where it is caught
-  -- (a loop that left the block between sleeps could take it outside, and simply fail).
-  loop
-    begin
-      loop
-        perform pg_catalog.pg_sleep(0.01);
-      end loop;
-    exception when query_canceled then
-      null;
-    end;
-  end loop;
-end $$;
+create function stubborn() returns int language plpgsql stable as $$${STUBBORN_BODY}$$;
 `
 
 describe(`a slow statement of one app holds no one past the statement timeout (${backend})`, () => {

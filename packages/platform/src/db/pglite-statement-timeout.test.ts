@@ -15,6 +15,7 @@ import { eventually } from '../../test/eventually.ts'
 import type { Logger } from '../lib/logger.ts'
 import { openPglite, type PgliteDb } from './pglite.ts'
 import { statementTimeout } from './pglite-statement-timeout.ts'
+import { STUBBORN_BODY } from '../../test/integration-fixture.ts'
 
 const TIMEOUT = { code: '57014', message: 'canceling statement due to statement timeout' }
 const app = { appSql: true }
@@ -24,20 +25,7 @@ create table kept (n int);
 insert into kept values (1);
 create function spin() returns void language plpgsql as $$ begin loop end loop; end $$;
 -- Catches every cancel where it lands: only an end nothing can catch stops it.
-create function stubborn() returns void language plpgsql as $$
-begin
-  -- The sleeping loop runs inside the handler, so the cancel always lands where it is caught
-  -- (a loop that left the block between sleeps could take it outside, and simply fail).
-  loop
-    begin
-      loop
-        perform pg_catalog.pg_sleep(0.01);
-      end loop;
-    exception when query_canceled then
-      null;
-    end;
-  end loop;
-end $$;
+create function stubborn() returns void language plpgsql as $$${STUBBORN_BODY}$$;
 `
 
 async function withPglite(options: { dataDir?: string; logger?: Logger }, fn: (db: PgliteDb) => Promise<void>): Promise<void> {
