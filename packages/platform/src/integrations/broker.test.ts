@@ -21,6 +21,7 @@ import { insertConnection } from './connections/queries.ts'
 import { storeTokens } from './oauth/tokens.ts'
 import { isRetryable } from '../jobs/dispatcher.ts'
 import { signIn } from '../../test/data-fixture.ts'
+import { deployApp } from '../../test/integration-fixture.ts'
 
 const API_KEY = 'sk_live_broker_secret_7d1f0a9c3e'
 const ORG_KEY = 'sk_live_broker_org_secret_52bb81'
@@ -187,11 +188,6 @@ describe(`bindings and the broker (${backend})`, () => {
     return res
   }
 
-  async function deploy(token: string, slug: string, files: Record<string, string>) {
-    const res = await h.request(`/v1/apps/${slug}/deployments`, { token, json: bundle(files) })
-    assert.equal(res.status, 201, await res.text())
-  }
-
   async function connection(userId: string, input: { kind: 'personal' | 'organisation'; key: string }): Promise<string> {
     const actor = (await findUserById(h.t.db, userId))!
     const shop = (await findAppBySlug(h.t.db, 'shop'))!
@@ -236,7 +232,7 @@ describe(`bindings and the broker (${backend})`, () => {
     carol = await h.createOwner('carol@acme.test', 'Acme')
     eve = await h.createOwner('eve@globex.test', 'Globex')
     assert.equal((await h.request('/v1/apps', { token: alice.token, json: { slug: 'shop', visibility: 'private' } })).status, 201)
-    await deploy(alice.token, 'shop', {
+    await deployApp(h, alice.token, 'shop', {
       'service.yaml': manifest('shop', PROVIDER, 'private'),
       'functions/orders.ts': PROVIDER_CODE,
       'functions/slow.ts': `import { defineFunction, object, string } from '@service/server'
@@ -244,7 +240,7 @@ export default defineFunction({ input: object({ mode: string() }), handler: () =
 `,
     })
     assert.equal((await h.request('/v1/apps', { token: bob.token, json: { slug: 'desk', visibility: 'private' } })).status, 201)
-    await deploy(bob.token, 'desk', { 'service.yaml': manifest('desk', CONSUMER, 'private'), 'functions/call.ts': CONSUMER_CODE })
+    await deployApp(h, bob.token, 'desk', { 'service.yaml': manifest('desk', CONSUMER, 'private'), 'functions/call.ts': CONSUMER_CODE })
     deskId = (await findAppBySlug(h.t.db, 'desk'))!.id
   })
   after(() => h.close())
@@ -456,15 +452,15 @@ export default defineFunction({ input: object({ mode: string() }), handler: () =
     entrypoint: functions/call.ts
     access: public
 `, 'private').replace('version: 2.6.0', 'version: 2.1.0')
-    await deploy(bob.token, 'old-desk', { 'service.yaml': old, 'functions/call.ts': CONSUMER_CODE })
+    await deployApp(h, bob.token, 'old-desk', { 'service.yaml': old, 'functions/call.ts': CONSUMER_CODE })
     assertCode(await call({ slot: 'shop', app: 'old-desk' }), 'INTEGRATION_SDK_TOO_OLD', 400)
   })
 
   test('an OAuth 2.0 connection\'s access token reaches the operation as ctx.secrets OAUTH_ACCESS_TOKEN', async () => {
     assert.equal((await h.request('/v1/apps', { token: alice.token, json: { slug: 'crm', visibility: 'private' } })).status, 201)
-    await deploy(alice.token, 'crm', { 'service.yaml': manifest('crm', OAUTH_PROVIDER, 'private'), 'functions/contacts.ts': OAUTH_PROVIDER_CODE })
+    await deployApp(h, alice.token, 'crm', { 'service.yaml': manifest('crm', OAUTH_PROVIDER, 'private'), 'functions/contacts.ts': OAUTH_PROVIDER_CODE })
     assert.equal((await h.request('/v1/apps', { token: bob.token, json: { slug: 'crm-desk', visibility: 'private' } })).status, 201)
-    await deploy(bob.token, 'crm-desk', { 'service.yaml': manifest('crm-desk', OAUTH_CONSUMER, 'private'), 'functions/call.ts': CONSUMER_CODE })
+    await deployApp(h, bob.token, 'crm-desk', { 'service.yaml': manifest('crm-desk', OAUTH_CONSUMER, 'private'), 'functions/call.ts': CONSUMER_CODE })
     // A connection as the OAuth flow leaves it (the flow itself is tested in oauth/): its tokens sealed, not expiring soon.
     const crm = (await findAppBySlug(h.t.db, 'crm'))!
     const id = crypto.randomUUID()

@@ -8,7 +8,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { backend } from '../../../test/test-db.ts'
-import { bundle, manifest, ownerApi, startHarness, type Harness } from '../../../test/harness.ts'
+import { manifest, ownerApi, startHarness, type Harness } from '../../../test/harness.ts'
+import { deployApp } from '../../../test/integration-fixture.ts'
 import { CookieClient, field } from '../../../test/cookie-client.ts'
 import { AUTH, signedInBrowser } from '../../../test/sign-in-flow.ts'
 import { capturedLog, type CapturedLog } from '../../../test/captured-log.ts'
@@ -119,11 +120,7 @@ describe(`connections (${backend})`, () => {
     bob = await h.createOwner('bob@acme.test', 'Acme')
     eve = await h.createOwner('eve@globex.test', 'Globex')
     assert.equal((await h.request('/v1/apps', { token: alice.token, json: { slug: 'shop', visibility: 'private' } })).status, 201)
-    const deployed = await h.request('/v1/apps/shop/deployments', {
-      token: alice.token,
-      json: bundle({ 'service.yaml': manifest('shop', PROVIDER, 'private'), 'functions/list.ts': 'export default 1' }),
-    })
-    assert.equal(deployed.status, 201, await deployed.text())
+    await deployApp(h, alice.token, 'shop', { 'service.yaml': manifest('shop', PROVIDER, 'private'), 'functions/list.ts': 'export default 1' })
     aliceBrowser = await signedInBrowser(h, 'alice@acme.test')
     bobBrowser = await signedInBrowser(h, 'bob@acme.test')
     eveBrowser = await signedInBrowser(h, 'eve@globex.test')
@@ -316,11 +313,7 @@ describe(`connections (${backend})`, () => {
 
   test('an integration that declares OAuth 2.0 is connected by signing in at the provider: no connection exists before its callback (integrations/oauth)', async () => {
     assert.equal((await h.request('/v1/apps', { token: alice.token, json: { slug: 'crm', visibility: 'private' } })).status, 201)
-    const deployed = await h.request('/v1/apps/crm/deployments', {
-      token: alice.token,
-      json: bundle({ 'service.yaml': manifest('crm', OAUTH_PROVIDER, 'private'), 'functions/list.ts': 'export default 1' }),
-    })
-    assert.equal(deployed.status, 201, await deployed.text())
+    await deployApp(h, alice.token, 'crm', { 'service.yaml': manifest('crm', OAUTH_PROVIDER, 'private'), 'functions/list.ts': 'export default 1' })
     const page = await connectPage(aliceBrowser, 'crm', 'contacts')
     assert.equal(page.res.status, 200)
     assert.match(page.html, /Continue to sign in at the provider/)

@@ -16,6 +16,7 @@ import { ServiceError } from '../../lib/errors.ts'
 import { openPostgres } from '../../db/postgres.ts'
 import { backend, createTestDb, type TestDb } from '../../../test/test-db.ts'
 import { BASE, bundle, manifest, ownerApi, type Harness } from '../../../test/harness.ts'
+import { deployApp } from '../../../test/integration-fixture.ts'
 import { CookieClient, field } from '../../../test/cookie-client.ts'
 import { AUTH } from '../../../test/sign-in-flow.ts'
 import { startPlatform } from './test-platform.ts'
@@ -161,11 +162,7 @@ describe(`OAuth connections (${backend})`, () => {
     alice = await h.createOwner('alice@acme.test', 'Acme')
     bob = await h.createOwner('bob@acme.test', 'Acme')
     assert.equal((await h.request('/v1/apps', { token: alice.token, json: { slug: 'crm', visibility: 'private' } })).status, 201)
-    const deployed = await h.request('/v1/apps/crm/deployments', {
-      token: alice.token,
-      json: bundle({ 'service.yaml': manifest('crm', PROVIDER, 'private'), 'functions/list.ts': 'export default 1' }),
-    })
-    assert.equal(deployed.status, 201, await deployed.text())
+    await deployApp(h, alice.token, 'crm', { 'service.yaml': manifest('crm', PROVIDER, 'private'), 'functions/list.ts': 'export default 1' })
     aliceBrowser = await signedInBrowser(h, 'alice@acme.test')
     bobBrowser = await signedInBrowser(h, 'bob@acme.test')
   })
@@ -415,10 +412,7 @@ describe(`OAuth connections (${backend})`, () => {
   test('with pkce: false the request has no challenge and the exchange no verifier', async () => {
     const plain = PROVIDER.replace('      refresh: renewToken\n', '      refresh: renewToken\n      pkce: false\n').replace('name: contacts', 'name: leads')
     assert.equal((await h.request('/v1/apps', { token: alice.token, json: { slug: 'crm-plain', visibility: 'private' } })).status, 201)
-    const deployed = await h.request('/v1/apps/crm-plain/deployments', {
-      token: alice.token, json: bundle({ 'service.yaml': manifest('crm-plain', plain, 'private'), 'functions/list.ts': 'export default 1' }),
-    })
-    assert.equal(deployed.status, 201, await deployed.text())
+    await deployApp(h, alice.token, 'crm-plain', { 'service.yaml': manifest('crm-plain', plain, 'private'), 'functions/list.ts': 'export default 1' })
     const page = await bobBrowser.fetch(`${AUTH}/connections/new?app=crm-plain&integration=leads`)
     const html = await read(page)
     const started = await bobBrowser.post(`${AUTH}/connections/new`, {

@@ -17,7 +17,8 @@ import Provider from 'oidc-provider'
 import { ManualClock } from '../../lib/clock.ts'
 import { newSecret } from '../../lib/crypto.ts'
 import { backend, createTestDb } from '../../../test/test-db.ts'
-import { bundle, manifest, type Harness } from '../../../test/harness.ts'
+import { manifest, type Harness } from '../../../test/harness.ts'
+import { deployApp } from '../../../test/integration-fixture.ts'
 import { browserSuite, signInAt, WAIT_MS, type BrowserHarness } from '../../../test/browser.ts'
 import { findChromium } from '../../../../../scripts/find-chromium.mjs'
 import { silentLogger } from '../../lib/logger.ts'
@@ -129,8 +130,7 @@ describe(`OAuth connect in Chromium against oidc-provider (${backend})`, browser
 
     const alice = await h.createOwner('alice@acme.test', 'Acme')
     assert.equal((await h.request('/v1/apps', { token: alice.token, json: { slug: 'crm', visibility: 'private' } })).status, 201)
-    const deployed = await h.request('/v1/apps/crm/deployments', { token: alice.token, json: bundle(providerApp(issuer)) })
-    assert.equal(deployed.status, 201, await deployed.text())
+    await deployApp(h, alice.token, 'crm', providerApp(issuer))
     const secret = await h.request('/v1/apps/crm/secrets/CRM_CLIENT_SECRET', { method: 'PUT', token: alice.token, json: { value: CLIENT_SECRET } })
     assert.ok(secret.status === 200 || secret.status === 201, await secret.text())
     await h.createOwner('bob@acme.test', 'Acme')

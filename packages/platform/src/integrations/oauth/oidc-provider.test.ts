@@ -22,7 +22,8 @@ import { newSecret } from '../../lib/crypto.ts'
 import { ServiceError } from '../../lib/errors.ts'
 import { openPostgres } from '../../db/postgres.ts'
 import { backend, createTestDb, type TestDb } from '../../../test/test-db.ts'
-import { BASE, bundle, manifest, type Harness } from '../../../test/harness.ts'
+import { BASE, manifest, type Harness } from '../../../test/harness.ts'
+import { deployApp } from '../../../test/integration-fixture.ts'
 import { CookieClient, field } from '../../../test/cookie-client.ts'
 import { AUTH } from '../../../test/sign-in-flow.ts'
 import { capturedLog, type CapturedLog } from '../../../test/captured-log.ts'
@@ -238,9 +239,8 @@ for (const variant of ['deno', 'node'] as const) describe(`OAuth against a real 
     })
     const alice = await h.createOwner('alice@acme.test', 'Acme')
     assert.equal((await h.request('/v1/apps', { token: alice.token, json: { slug: 'crm', visibility: 'private' } })).status, 201)
-    const deployed = await h.request('/v1/apps/crm/deployments', {
-      token: alice.token,
-      json: bundle({ 'service.yaml': manifest('crm', `secrets:
+    await deployApp(h, alice.token, 'crm', {
+      'service.yaml': manifest('crm', `secrets:
   CRM_CLIENT_SECRET: required
 functions:
   - name: listContacts
@@ -272,9 +272,9 @@ provides:
         capability: contacts.read
         function: listContacts
         description: Lists contacts
-`, 'private'), ...tokenFunctions(issuer) }),
+`, 'private'),
+      ...tokenFunctions(issuer),
     })
-    assert.equal(deployed.status, 201, await deployed.text())
     const secret = await h.request('/v1/apps/crm/secrets/CRM_CLIENT_SECRET', { method: 'PUT', token: alice.token, json: { value: CLIENT_SECRET } })
     assert.ok(secret.status === 200 || secret.status === 201, await secret.text())
   })
@@ -321,10 +321,7 @@ provides:
     }
     if (variant === 'deno') {
       assert.equal((await h.request('/v1/apps', { token: bob.token, json: { slug: 'desk', visibility: 'private' } })).status, 201)
-      const desk = await h.request('/v1/apps/desk/deployments', {
-        token: bob.token, json: bundle({ 'service.yaml': manifest('desk', CONSUMER, 'private'), 'functions/call.ts': CONSUMER_CODE }),
-      })
-      assert.equal(desk.status, 201, await desk.text())
+      await deployApp(h, bob.token, 'desk', { 'service.yaml': manifest('desk', CONSUMER, 'private'), 'functions/call.ts': CONSUMER_CODE })
       const bound = await h.request('/v1/apps/desk/integrations/crm/binding', { method: 'PUT', token: bob.token, json: { connectionId: id } })
       assert.equal(bound.status, 200, await bound.text())
       assert.deepEqual(await callCrm(), { ok: true, value: { sub: 'bob-at-crm' } })
