@@ -21,7 +21,7 @@ import { insertConnection } from './connections/queries.ts'
 import { storeTokens } from './oauth/tokens.ts'
 import { isRetryable } from '../jobs/dispatcher.ts'
 import { signIn } from '../../test/data-fixture.ts'
-import { deployApp } from '../../test/integration-fixture.ts'
+import { consumerManifest, deployApp } from '../../test/integration-fixture.ts'
 
 const API_KEY = 'sk_live_broker_secret_7d1f0a9c3e'
 const ORG_KEY = 'sk_live_broker_org_secret_52bb81'
@@ -70,18 +70,7 @@ export default defineFunction({
 })
 `
 
-const OAUTH_CONSUMER = `functions:
-  - name: callShop
-    entrypoint: functions/call.ts
-    access: public
-integrations:
-  crm:
-    provider: custom
-    integration: contacts
-    account: app
-    cardinality: one
-    capabilities: [contacts.read]
-`
+const OAUTH_CONSUMER = consumerManifest({ function: 'callShop', slots: { crm: { integration: 'contacts', capabilities: ['contacts.read'] } } })
 
 const PROVIDER = `functions:
   - name: ordersImpl
@@ -140,24 +129,13 @@ export default defineFunction({
 })
 `
 
-const CONSUMER = `functions:
-  - name: callShop
-    entrypoint: functions/call.ts
-    access: public
-integrations:
-  shop:
-    provider: custom
-    integration: orders
-    account: app
-    cardinality: one
-    capabilities: [orders.read]
-  my_shop:
-    provider: custom
-    integration: orders
-    account: calling_user
-    cardinality: one
-    capabilities: [orders.read]
-`
+const CONSUMER = consumerManifest({
+  function: 'callShop',
+  slots: {
+    shop: { integration: 'orders', capabilities: ['orders.read'] },
+    my_shop: { integration: 'orders', account: 'calling_user', capabilities: ['orders.read'] },
+  },
+})
 
 const CONSUMER_CODE = `import { boolean, defineFunction, object, optional, string } from '@service/server'
 export default defineFunction({

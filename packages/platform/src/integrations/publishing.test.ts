@@ -8,6 +8,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { backend } from '../../test/test-db.ts'
 import { bundle, manifest, ownerApi, startHarness, type Harness } from '../../test/harness.ts'
+import { consumerManifest } from '../../test/integration-fixture.ts'
 import { openPostgres } from '../db/postgres.ts'
 import { ServiceError } from '../lib/errors.ts'
 import type { Queryable } from '../db/db.ts'
@@ -72,14 +73,7 @@ ${capabilities.map((c) => `      - name: ${c}\n        description: ${c} access`
 }
 
 function consumer(capabilities: string[], integration = 'orders'): string {
-  return `integrations:
-  shop:
-    provider: custom
-    integration: ${integration}
-    account: app
-    cardinality: one
-    capabilities: [${capabilities.join(', ')}]
-`
+  return consumerManifest({ slots: { shop: { integration, capabilities } } })
 }
 
 const FUNCTION_FILE = { 'functions/list.ts': 'export default 1' }

@@ -23,7 +23,7 @@ import { ServiceError } from '../../lib/errors.ts'
 import { openPostgres } from '../../db/postgres.ts'
 import { backend, createTestDb, type TestDb } from '../../../test/test-db.ts'
 import { BASE, manifest, type Harness } from '../../../test/harness.ts'
-import { deployApp } from '../../../test/integration-fixture.ts'
+import { consumerManifest, deployApp } from '../../../test/integration-fixture.ts'
 import { CookieClient, field } from '../../../test/cookie-client.ts'
 import { AUTH } from '../../../test/sign-in-flow.ts'
 import { capturedLog, type CapturedLog } from '../../../test/captured-log.ts'
@@ -88,18 +88,7 @@ export default defineFunction({
   }
 }
 
-const CONSUMER = `functions:
-  - name: callCrm
-    entrypoint: functions/call.ts
-    access: public
-integrations:
-  crm:
-    provider: custom
-    integration: contacts
-    account: app
-    cardinality: one
-    capabilities: [contacts.read]
-`
+const CONSUMER = consumerManifest({ function: 'callCrm', slots: { crm: { integration: 'contacts', capabilities: ['contacts.read'] } } })
 
 const CONSUMER_CODE = `import { defineFunction, object } from '@service/server'
 export default defineFunction({
