@@ -66,7 +66,8 @@ const FILES = {
         const words = ['once ', 'upon ', 'a ', 'time, ', input.hero]
         return new ReadableStream({
           async pull(controller) {
-            await new Promise((resolve) => setTimeout(resolve, 5))
+            // The hero comes long after the rest, so a busy machine cannot merge every word into one piece.
+            await new Promise((resolve) => setTimeout(resolve, words.length === 1 ? 400 : 5))
             const word = words.shift()
             if (word === undefined) controller.close()
             else controller.enqueue(word)
