@@ -24,22 +24,27 @@ export interface BindingRow extends Record<string, unknown> {
 
 const COLUMNS = 'id, consumer_app_id, slot, connection_id, user_id, created_by, capabilities, status, revoked_reason, revoked_at, created_at'
 
+/**
+ * A slot's live binding for the person `$3` (null: the app's), in the form the unique index
+ * `integration_bindings_live_slot` (migration 0021) answers: the person with null folded to
+ * the nil UUID.
+ */
+export const LIVE_SLOT_BINDING = `consumer_app_id = $1 and slot = $2 and status = 'active'
+  and coalesce(user_id, '00000000-0000-0000-0000-000000000000'::uuid) = coalesce($3::uuid, '00000000-0000-0000-0000-000000000000'::uuid)`
+
 /** The live binding of a slot: the app's (`userId` null) or one person's. */
 export async function selectActiveBinding(
   db: Queryable, key: { appId: string; slot: string; userId: string | null },
 ): Promise<BindingRow | undefined> {
   return first<BindingRow>(db,
-    `select ${COLUMNS} from platform.integration_bindings
-      where consumer_app_id = $1 and slot = $2 and status = 'active' and user_id is not distinct from $3`,
+    `select ${COLUMNS} from platform.integration_bindings where ${LIVE_SLOT_BINDING}`,
     [key.appId, key.slot, key.userId])
 }
 
 /** Removes the live binding of a slot (a new one replaces it, or the slot is unbound); true when there was one. */
 export async function deleteActiveBinding(tx: Queryable, key: { appId: string; slot: string; userId: string | null }): Promise<boolean> {
   const rows = await tx.query<{ id: string }>(
-    `delete from platform.integration_bindings
-      where consumer_app_id = $1 and slot = $2 and status = 'active' and user_id is not distinct from $3
-      returning id`,
+    `delete from platform.integration_bindings where ${LIVE_SLOT_BINDING} returning id`,
     [key.appId, key.slot, key.userId])
   return rows.length > 0
 }
