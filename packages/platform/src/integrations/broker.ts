@@ -18,8 +18,8 @@ import type { Db } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
 import { ServiceError, type ErrorCode } from '../lib/errors.ts'
 import type { HostUrls } from '../http/hosts.ts'
-import { SDK_GATES, sdkAtLeast, type Manifest } from '../manifest/index.ts'
-import { markReconnectRequired, openCredentials, type Connection, type ConnectionKeyring } from './connections/index.ts'
+import { SDK_GATES, sdkAtLeast, type IntegrationContract, type Manifest } from '../manifest/index.ts'
+import { markReconnectRequired, openCredentials, type Connection, type ConnectionKeyring, type CredentialRow } from './connections/index.ts'
 import { callFacts, connectAndBindPath, settleStanding } from './bindings/index.ts'
 import { selectReleaseManifest } from './bindings/queries.ts'
 import type { InvokeProvider, ProviderResult } from './provider-invocation.ts'
@@ -148,7 +148,6 @@ export function createBroker(deps: BrokerDeps): Broker {
         if (userId !== null) throw connectionRequired()
         throw new ServiceError('INTEGRATION_NOT_BOUND', `the slot "${slotName}" is not bound to a connection`, { details: { slot: slotName } })
       }
-      const values = openCredentials({ keyring: deps.keyring, connection, rows: facts.credentials })
       const standing = await settleStanding(deps, facts.standing)
       if (standing === 'revoked') {
         if (userId !== null) throw connectionRequired()
@@ -161,11 +160,7 @@ export function createBroker(deps: BrokerDeps): Broker {
           `the binding of "${slotName}" is suspended: the person who bound it may not use "${slot.integration}" now`, { details: { slot: slotName } })
       }
       if (connection.status === 'reconnect_required') throw reconnectRequired(slotName, connection, connectUrl)
-      const secrets: Record<string, string> = Object.fromEntries(values)
-      if (published.contract.authorization && deps.accessToken) {
-        // OAuth 2.0: the fresh access token under the contract's declared name.
-        secrets[published.contract.authorization.accessToken] = await deps.accessToken({ connectionId: connection.id, requestId: call.requestId })
-      }
+      const secrets = await invocationSecrets(deps, { connection, credentials: facts.credentials, contract: published.contract, requestId: call.requestId })
       const result = await deps.invokeProvider({
         providerAppId: published.providerApp.id,
         providerApp: published.providerApp,
@@ -180,6 +175,29 @@ export function createBroker(deps: BrokerDeps): Broker {
       return await outcome(deps, { result, slot: slotName, connection, connectUrl })
     },
   }
+}
+
+/**
+ * What a provider's Function reads through `ctx.secrets` for one invocation on a connection:
+ * the connection's credential values (opened from the sealed rows as read) and, for an OAuth
+ * 2.0 contract, the fresh access token under the contract's declared name (`accessToken`,
+ * which may refresh it first, or fail INTEGRATION_RECONNECT_REQUIRED). The one way the
+ * broker, sync and the webhook receiver build an invocation's secrets overlay.
+ *
+ * @example
+ * const secrets = await invocationSecrets(deps, { connection, credentials: rows, contract, requestId })
+ */
+export async function invocationSecrets(
+  deps: Pick<BrokerDeps, 'keyring' | 'accessToken'>,
+  input: { connection: Connection; credentials: readonly CredentialRow[]; contract: IntegrationContract; requestId?: string },
+): Promise<Record<string, string>> {
+  const secrets: Record<string, string> = Object.fromEntries(openCredentials({ keyring: deps.keyring, connection: input.connection, rows: input.credentials }))
+  if (input.contract.authorization && deps.accessToken) {
+    secrets[input.contract.authorization.accessToken] = await deps.accessToken({
+      connectionId: input.connection.id, ...(input.requestId === undefined ? {} : { requestId: input.requestId }),
+    })
+  }
+  return secrets
 }
 
 function reconnectRequired(slot: string, connection: Connection, connectUrl: string | null): ServiceError {
