@@ -30,6 +30,7 @@ import { customIntegrationRoutes } from './integrations/index.ts'
 import { createOAuth, type OAuth } from './integrations/oauth/index.ts'
 import type { InvokeProvider } from './integrations/provider-invocation.ts'
 import { bindPages, bindingRoutes } from './integrations/bindings/index.ts'
+import { providerPages } from './integrations/provider-page/index.ts'
 import { createBroker } from './integrations/broker.ts'
 import { createProviderInvoker } from './functions/provider-invoker.ts'
 import { createDataApi, createSchemaCache } from './data-api/index.ts'
@@ -152,6 +153,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   auth.route('/', bindPages({ db, clock, logger, urls, cookies, keyring }))
   auth.route('/', oauth.pages)
   auth.route('/', connectionPages({ db, clock, logger, urls, cookies, keyring, oauth: oauth.pageHooks }))
+  auth.route('/', providerPages({ db, clock, logger, urls, cookies }))
 
   const functions = createFunctionHost({
     db, clock, logger, schemas: createSchemaCache(), secrets,
