@@ -10,6 +10,8 @@ export const ERROR_CODES = {
   BAD_REQUEST: 400,
   VALIDATION_FAILED: 400,
   BODY_TOO_LARGE: 413,
+  /** A webhook body that is not UTF-8 text (integrations/webhooks: given to the Function exactly, or refused). */
+  WEBHOOK_BODY_NOT_UTF8: 400,
   RATE_LIMITED: 429,
   LINK_INVALID: 410,
   UNAUTHENTICATED: 401,
