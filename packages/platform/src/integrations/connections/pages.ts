@@ -18,13 +18,14 @@ import { ServiceError } from '../../lib/errors.ts'
 import { escapeHtml, hidden, page } from '../../lib/html.ts'
 import type { HostUrls } from '../../http/hosts.ts'
 import {
-  browserSession, confirmFirstPage, csrfToken, pageErrorHandler, readForm, signInFirst, type CookieOptions, type User,
+  browserSession, confirmFirstPage, csrfToken, mayUseIntegration, pageErrorHandler, readForm, signInFirst, type CookieOptions, type User,
 } from '../../identity/index.ts'
 import {
   connectableKinds, createConnection, findPublishedIntegration, managedConnection, readWebhookToken, removeConnection, replaceCredentials,
   visibleCredentialValues, type Connection, type ConnectionKeyring, type ConnectionKind, type PublishedIntegration,
 } from './connections.ts'
 import type { OAuthPageHooks } from '../oauth/index.ts'
+import { integrationPagePath } from '../provider-page/path.ts'
 
 export interface ConnectionPageDeps {
   db: Db
@@ -83,7 +84,8 @@ function connectForm(c: Context, input: {
     : hidden('kind', input.kinds[0]!)
   return page(c, `Connect ${integration.title}`, `<h1>Connect ${escapeHtml(integration.title)}</h1>
     ${integration.description ? `<p>${escapeHtml(integration.description)}</p>` : ''}
-    <p class="muted">Provided by the app <strong>${escapeHtml(integration.appSlug)}</strong> of your organisation.
+    <p class="muted">Provided by the app <strong>${escapeHtml(integration.appSlug)}</strong> of your organisation${
+      input.kinds.includes('personal') ? ` (<a id="integration-page" href="${escapeHtml(integrationPagePath(integration.appSlug))}">about this integration</a>)` : ''}.
     Values are stored encrypted and are never shown again; apps call the integration without seeing them.</p>
     ${input.error ? `<p class="error">${escapeHtml(input.error)}</p>` : ''}
     <form method="post" action="/connections/new">${hidden('csrf', csrfToken(c, input.deps.cookies))}${hidden('app', integration.appSlug)}${
@@ -108,6 +110,9 @@ async function managePage(c: Context, input: {
   const token = await readWebhookToken(deps.db, { keyring: deps.keyring, connectionId: connection.id })
   const csrf = csrfToken(c, deps.cookies)
   const visible = integration?.credentials.filter((field) => shown.has(field.name)) ?? []
+  const integrationName = integration && await mayUseIntegration(deps.db, { user, providerApp: { id: integration.appId } })
+    ? `<a id="integration-page" href="${escapeHtml(integrationPagePath(connection.providerAppSlug))}">${escapeHtml(connection.integration)}</a>`
+    : escapeHtml(connection.integration)
   const replace = integration?.oauth
     ? `<h2>Reconnect</h2>
       <p class="muted">Sign in at the provider again${integration.credentials.length > 0 ? ' after entering every value again' : ''}; the connection becomes active with the new tokens.</p>
@@ -126,7 +131,7 @@ async function managePage(c: Context, input: {
   return page(c, connection.label, `<h1>${escapeHtml(connection.label)}</h1>
     ${input.notice ? `<p>${escapeHtml(input.notice)}</p>` : ''}
     ${input.error ? `<p class="error">${escapeHtml(input.error)}</p>` : ''}
-    <p>Integration <strong>${escapeHtml(connection.integration)}</strong> of the app <strong>${escapeHtml(connection.providerAppSlug)}</strong>,
+    <p>Integration <strong>${integrationName}</strong> of the app <strong>${escapeHtml(connection.providerAppSlug)}</strong>,
     ${connection.kind === 'personal' ? 'a personal connection' : 'an organisation connection'}.</p>
     <p>Status: <strong id="status">${STATUS_TEXT[connection.status]}</strong>${
       connection.status === 'reconnect_required' && connection.statusReason ? ` <span class="muted">(${escapeHtml(connection.statusReason)})</span>` : ''}</p>

@@ -270,6 +270,12 @@ describe(`the provider app's integration page (${backend})`, () => {
     assert.ok(!bob.html.includes(org) && !bob.html.includes(alicePersonal) && !bob.html.includes('Alice private shop'))
     assert.ok(bob.html.includes('<a id="connect" href="/connections/new?app=shop&amp;integration=orders">'))
 
+    const linked = '<a id="integration-page" href="/apps/shop/integration">'
+    const manage = await bob$.fetch(`${AUTH}/connections/${own}`)
+    assert.ok((await manage.text()).includes(`${linked}orders</a>`), 'the connection\'s page links back to the integration page')
+    const form = await bob$.fetch(`${AUTH}/connections/new?app=shop&integration=orders`)
+    assert.ok((await form.text()).includes(`${linked}about this integration</a>`), 'so does the connect page')
+
     const alice = await open(alice$, 'shop')
     assert.ok(alice.html.includes(`<a href="/connections/${org}">Acme shop</a>`), 'the organisation administrator manages it')
     assert.ok(alice.html.includes(`<a href="/connections/${alicePersonal}">Alice private shop</a>`))
