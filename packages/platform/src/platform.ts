@@ -32,6 +32,7 @@ import type { InvokeProvider } from './integrations/provider-invocation.ts'
 import { bindPages, bindingRoutes } from './integrations/bindings/index.ts'
 import { providerPages } from './integrations/provider-page/index.ts'
 import { createBroker } from './integrations/broker.ts'
+import { WEBHOOK_PATH_PREFIX, webhookRoutes } from './integrations/webhooks/index.ts'
 import { createProviderInvoker } from './functions/provider-invoker.ts'
 import { createDataApi, createSchemaCache } from './data-api/index.ts'
 import { createNamespaceSql, type NamespaceSql } from './deploy/namespace-sql.ts'
@@ -125,6 +126,11 @@ export function createPlatform(deps: PlatformDeps): Platform {
   base.route('/v1/organisation', organisationRoutes({ db, clock, mailer, urls }))
   base.route('/v1/connections', connectionRoutes({ db, clock, logger, urls }))
   base.route('/', oauth.callbackRoutes)
+  base.route(WEBHOOK_PATH_PREFIX, webhookRoutes({
+    db, clock, logger, keyring,
+    invokeProvider: createProviderInvoker({ db, host: () => functions }),
+    accessToken: (input) => oauth.accessTokenFor(input),
+  }))
   const owner = new Hono<OwnerEnv>()
   owner.use('*', requireOwner({ db, clock }))
   owner.route('/', appRoutes({ db, urls }))

@@ -98,8 +98,9 @@ function logRequest(
   logger: Logger,
   line: { request: Request; host: string; requestId: string; status: number; started: number },
 ): void {
-  // A connection's webhook URL is a secret in its path (integrations/connections): never logged.
-  const path = new URL(line.request.url).pathname.replace(/^\/v1\/hooks\/[^/]+/, '/v1/hooks/[secret]')
+  // A connection's webhook URL is a secret in its path (integrations/webhooks): nothing after
+  // `/v1/hooks/` is logged, whatever the segments (`/v1/hooks//<token>` too).
+  const path = new URL(line.request.url).pathname.replace(/^\/v1\/hooks\/.*/s, '/v1/hooks/[secret]')
   const level: LogLevel = line.status >= 500 ? 'warn' : path === '/v1/health' ? 'debug' : 'info'
   logger[level]('request', {
     requestId: line.requestId,
