@@ -73,6 +73,9 @@ logRetention.unref()
 // on this database) and the 14-day retention purge.
 await platform.jobs.start()
 logger.info('jobs dispatcher started')
+// Integration events: the delivery worker (shares the work like the jobs dispatcher) and its 14-day retention purge.
+await platform.events.start()
+logger.info('integration event delivery worker started')
 // Cron: one process at a time (a lease) turns due occurrences into jobs.
 platform.cron.start()
 logger.info('cron scheduler started')
@@ -102,7 +105,11 @@ async function shutdown(signal: string) {
   clearInterval(deadlines)
   clearInterval(logRetention)
   await shutdownStep({ name: 'cron', limitMs: 3_000 }, () => platform.cron.stop())
-  await shutdownStep({ name: 'jobs', limitMs: 21_000 }, () => platform.jobs.stop())
+  // Job attempts and event deliveries in flight end (or are abandoned to their leases) together.
+  await Promise.all([
+    shutdownStep({ name: 'jobs', limitMs: 21_000 }, () => platform.jobs.stop()),
+    shutdownStep({ name: 'events', limitMs: 21_000 }, () => platform.events.stop()),
+  ])
   server.close()
   await shutdownStep({ name: 'platform', limitMs: 3_000 }, () => platform.close())
   await shutdownStep({ name: 'database', limitMs: 10_000 }, () => db.close())

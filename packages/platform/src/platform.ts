@@ -33,6 +33,7 @@ import { bindPages, bindingRoutes } from './integrations/bindings/index.ts'
 import { providerPages } from './integrations/provider-page/index.ts'
 import { createBroker } from './integrations/broker.ts'
 import { WEBHOOK_PATH_PREFIX, webhookRoutes } from './integrations/webhooks/index.ts'
+import { createIntegrationEvents, type DeliveryWorkerOptions, type IntegrationEvents } from './integrations/events/index.ts'
 import { createProviderInvoker } from './functions/provider-invoker.ts'
 import { createDataApi, createSchemaCache } from './data-api/index.ts'
 import { createNamespaceSql, type NamespaceSql } from './deploy/namespace-sql.ts'
@@ -59,6 +60,8 @@ export interface PlatformDeps {
   jobs?: JobsOptions
   /** Cron scheduler tuning (tick interval, lease length). */
   cron?: CronSchedulerOptions
+  /** Event delivery worker tuning (capacity, lease grace, poll interval, retry schedule); tests shorten them. */
+  events?: DeliveryWorkerOptions
   /** Replaces how OAuth runs a provider's exchange and refresh Functions (tests). */
   invokeProvider?: InvokeProvider
   /** Addresses Functions may reach inside the denied private ranges: tests on loopback only. */
@@ -81,6 +84,8 @@ export interface Platform {
   jobs: Jobs
   /** The cron scheduler: `start()` runs its loop (main.ts does); tests call `tick()`. */
   cron: CronScheduler
+  /** Integration events: `start()` runs the delivery worker and retention purge (main.ts does); tests call `runDue()`. */
+  events: IntegrationEvents
   /**
    * Resolves once the app edge's caches listen for change notices; they start on first use
    * otherwise, and read through until then.
@@ -112,6 +117,9 @@ export function createPlatform(deps: PlatformDeps): Platform {
     db, clock, logger, urls, cookies, keyring,
     invokeProvider: deps.invokeProvider ?? createProviderInvoker({ db, host: () => functions }),
   })
+
+  // The Functions host is built below (its routes are mounted first).
+  const events = createIntegrationEvents({ db, clock, logger, host: () => functions, production: deps.config.production, ...deps.events })
 
   const base = new Hono()
   base.get('/v1/health', (c) =>
@@ -146,6 +154,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   owner.route('/', customIntegrationRoutes({ db }))
   owner.route('/', oauth.adminRoutes)
   owner.route('/', bindingRoutes({ db, clock }))
+  owner.route('/', events.routes)
   owner.route('/', appTokenRoutes({ db, clock, urls, revealKey }))
   base.route('/v1/apps', owner)
 
@@ -166,6 +175,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     bundlesDir: deps.bundlesDir ?? join(deps.config.dataDir ?? '.service', 'bundles'),
     jobs: { answer: (call) => jobs.answer(call) },
     integrations: { answer: (call) => broker.answer(call) },
+    events: { emit: (call) => events.emit(call) },
     ...(deps.config.functionMemoryMb === undefined ? {} : { memoryBudgetMb: deps.config.functionMemoryMb }),
     ...(deps.config.functionHeapMb === undefined ? {} : { maxHeapMb: deps.config.functionHeapMb }),
     ...(deps.functionsAllowNet === undefined ? {} : { allowNet: deps.functionsAllowNet }),
@@ -207,12 +217,14 @@ export function createPlatform(deps: PlatformDeps): Platform {
     oauth,
     jobs,
     cron,
+    events,
     ready: async () => {
       await appDirectory.listening()
     },
     close: async () => {
       await cron.stop()
       await jobs.stop()
+      await events.stop()
       await Promise.all([functions.close(), appDirectory.close(), appSql.close()])
     },
   }

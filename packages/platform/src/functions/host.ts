@@ -16,7 +16,8 @@
  * the start when the caller sets it: a custom-domain session, spec 5.5), `secrets` for the
  * invocation's namespace (context-secrets.ts; a provider's integration invocation reads its
  * secrets overlay first, provider-invoker.ts), `integrations` by the broker
- * (integrations/broker.ts), every other member NOT_IMPLEMENTED by name. Secret values of the
+ * (integrations/broker.ts), `integration.emit` by integrations/events (a provider's
+ * integration invocation that may emit only), every other member NOT_IMPLEMENTED by name. Secret values of the
  * namespace are redacted from stored log lines, failures and worker diagnostics here, so
  * no caller sees an unredacted one. A development namespace (`resolveDev`) runs its own
  * active release in its own pools, schema and secrets.
@@ -101,6 +102,22 @@ export interface FunctionHostDeps {
   readonly jobs?: { answer(call: JobsContextCall): Promise<unknown> }
   /** Answers `ctx.integrations` (the broker, integrations/broker.ts); without it NOT_IMPLEMENTED. */
   readonly integrations?: { answer(call: IntegrationsContextCall): Promise<unknown> }
+  /** Answers `ctx.integration.emit` (integrations/events/); without it NOT_IMPLEMENTED. */
+  readonly events?: { emit(call: IntegrationEmitCall): Promise<number> }
+}
+
+/** A `ctx.integration.emit` call with the provider invocation as the host knows it. */
+export interface IntegrationEmitCall {
+  /** The provider app whose Function runs. */
+  readonly appId: string
+  readonly releaseId: string
+  /** '' for production, else the development namespace. */
+  readonly devName: string
+  /** The invocation's `ctx.integration` (null outside an integration invocation). */
+  readonly integration: WireIntegration | null
+  /** Whether the invocation may emit (false for OAuth exchange and refresh, and outside integration invocations). */
+  readonly mayEmit: boolean
+  readonly args: readonly unknown[]
 }
 
 /** A `ctx.integrations` call with the invocation's app, release and person. */
@@ -123,6 +140,8 @@ export interface IntegrationsContextCall {
 export interface IntegrationRunOptions {
   readonly context: WireIntegration
   readonly secrets: Readonly<Record<string, string>>
+  /** Whether `ctx.integration.emit` may be called (provider-invocation.ts `mayEmit`); absent: false. */
+  readonly mayEmit?: boolean
 }
 
 /** A `ctx.jobs` call with the invocation's namespace and caller, as the host knows them. */
@@ -234,6 +253,8 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
   const logs = new WeakMap<HostMeta, LogState>()
   /** An integration invocation's secrets overlay (connection values), read before the namespace's secrets. */
   const overlays = new WeakMap<HostMeta, Readonly<Record<string, string>>>()
+  /** The integration invocations that may call `ctx.integration.emit`. */
+  const emitters = new WeakSet<HostMeta>()
   const idleMs = deps.poolIdleMs ?? DEFAULT_POOL_IDLE_MS
   const maxPools = deps.maxPools ?? DEFAULT_MAX_POOLS
   const reaper = setInterval(() => reapIdle(), REAP_INTERVAL_MS)
@@ -404,6 +425,13 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
           appId: meta.appId, releaseId: meta.releaseId, devName: meta.devName, userId: meta.user?.id ?? null, requestId: meta.requestId,
           method: call.method, args: call.args,
         })
+      case 'integration':
+        if (call.method !== 'emit') throw new ServiceError('BAD_REQUEST', `ctx.integration has no method ${call.method.slice(0, 64)}`)
+        if (deps.events === undefined) throw notImplemented('ctx.integration.emit')
+        return await deps.events.emit({
+          appId: meta.appId, releaseId: meta.releaseId, devName: meta.devName, integration: meta.integration ?? null,
+          mayEmit: emitters.has(meta), args: call.args,
+        })
       case 'data': {
         checkDataAuthorization(meta.identity, deps.clock.now())
         if (meta.namespace === null) throw new ServiceError('NOT_FOUND', 'this app has no database yet')
@@ -542,6 +570,7 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
       }
       if (options.integration !== undefined) {
         overlays.set(meta, options.integration.secrets)
+        if (options.integration.mayEmit === true) emitters.add(meta)
         secrets.rememberHanded({ appId: meta.appId, devName }, Object.values(options.integration.secrets))
       }
       const timeoutMs = options.timeoutMs ?? fn.declaration.timeoutSeconds * 1000

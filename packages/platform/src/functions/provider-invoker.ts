@@ -33,7 +33,7 @@ export function createProviderInvoker(deps: { db: Db; host: () => FunctionHost }
       user: null,
       // The caller's limit (25 seconds for operations), or the Function's own when shorter.
       timeoutMs: Math.min(invocation.timeoutMs, fn.declaration.timeoutSeconds * 1000),
-      integration: { context: invocation.integration, secrets: invocation.secrets },
+      integration: { context: invocation.integration, secrets: invocation.secrets, mayEmit: invocation.mayEmit },
       ...(invocation.requestId === undefined ? {} : { requestId: invocation.requestId }),
     })
     if (result.ok) return { ok: true, value: result.value }

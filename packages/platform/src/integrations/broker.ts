@@ -168,7 +168,7 @@ export function createBroker(deps: BrokerDeps): Broker {
         input: input === undefined ? null : input,
         integration: { connectionId: connection.id, trigger: 'operation', operation: operation.name, consumerAppId: consumer.id },
         secrets,
-        mayEmit: false,
+        mayEmit: true,
         timeoutMs: OPERATION_TIMEOUT_MS,
         requestId: call.requestId,
       })

@@ -102,6 +102,15 @@ export const ERROR_CODES = {
   // flow this browser started (unknown, used, expired or another browser's state).
   INTEGRATION_OAUTH_FUNCTION_NOT_INVOCABLE: 400,
   OAUTH_STATE_INVALID: 400,
+  // Integration events (spec 6.1; our codes): emit outside an operation, sync or webhook
+  // invocation (or during OAuth exchange and refresh); a malformed event; a type the
+  // contract does not declare; data over 64 KiB. Delivery outcomes kept as last errors.
+  INTEGRATION_EMIT_UNAVAILABLE: 409,
+  INTEGRATION_EVENT_INVALID: 400,
+  INTEGRATION_EVENT_TYPE_NOT_DECLARED: 400,
+  INTEGRATION_EVENT_TOO_LARGE: 413,
+  INTEGRATION_EVENT_NOT_SUBSCRIBED: 409,
+  INTEGRATION_EVENT_LEASE_EXPIRED: 502,
 } as const
 
 export type ErrorCode = keyof typeof ERROR_CODES

@@ -1,0 +1,260 @@
+/**
+ * SQL of integration event deliveries (platform.integration_event_deliveries, migration
+ * 0023), one function per statement, and the reads of other tables that emission and
+ * delivery need (the published contract, a development release's contract, the bindings of
+ * a connection, the consumer's running slot).
+ */
+import { first, type Queryable } from '../../db/db.ts'
+import type { IntegrationContract, IntegrationSlot } from '../../manifest/index.ts'
+
+/** Emission commits a notice on this channel; delivery workers LISTEN on it. */
+export const EVENTS_CHANNEL = 'platform_integration_events'
+
+export type DeliveryState = 'waiting' | 'running' | 'delivered' | 'failed'
+
+/** The latest failure of a delivery: bounded, never the payload. */
+export interface DeliveryError {
+  readonly code: string
+  readonly message: string
+  readonly status?: number
+}
+
+export interface DeliveryRow extends Record<string, unknown> {
+  id: string
+  binding_id: string
+  consumer_app_id: string
+  slot: string
+  provider_app_id: string
+  provider: string
+  integration_name: string
+  connection_id: string
+  event_id: string
+  type: string
+  occurred_at: Date
+  state: DeliveryState
+  attempts: number
+  last_error: DeliveryError | null
+  run_at: Date
+  created_at: Date
+  updated_at: Date
+  delivered_at: Date | null
+  finished_at: Date | null
+}
+
+/** A claimed attempt: the row with its payload. */
+export interface ClaimedDelivery extends DeliveryRow {
+  data: Record<string, unknown> | null
+}
+
+const COLUMNS = `id, binding_id, consumer_app_id, slot, provider_app_id, provider, integration_name, connection_id, event_id, type,
+  occurred_at, state, attempts, last_error, run_at, created_at, updated_at, delivered_at, finished_at`
+
+/** The contract the provider app publishes now (production emission) and the app's slug. */
+export async function selectPublished(db: Queryable, providerAppId: string): Promise<{ contract: IntegrationContract; slug: string } | undefined> {
+  return first(db,
+    `select c.contract, a.slug from platform.integration_contracts c join platform.apps a on a.id = c.app_id where c.app_id = $1`,
+    [providerAppId])
+}
+
+/** The contract a release declares (a development revision's), or null. */
+export async function selectReleaseContract(db: Queryable, releaseId: string): Promise<IntegrationContract | null> {
+  const row = await first<{ contract: IntegrationContract | null }>(db,
+    `select manifest -> 'provides' -> 'integration' as contract from platform.releases where id = $1`, [releaseId])
+  return row?.contract ?? null
+}
+
+/** The connection an invocation runs for: its provider app and integration. */
+export async function selectConnectionTarget(db: Queryable, connectionId: string): Promise<{ provider_app_id: string; integration_name: string } | undefined> {
+  return first(db, 'select provider_app_id, integration_name from platform.connections where id = $1', [connectionId])
+}
+
+export interface CandidateRow extends Record<string, unknown> {
+  binding_id: string
+  consumer_app_id: string
+  slot: string
+  capabilities: string[]
+  /** The slot as the consumer's active production release declares it (null: none). */
+  declaration: IntegrationSlot | null
+}
+
+/** The live `account: app` bindings of a connection, with each consumer's running slot declaration. */
+export async function selectCandidates(db: Queryable, connectionId: string): Promise<CandidateRow[]> {
+  return db.query<CandidateRow>(
+    `select b.id as binding_id, b.consumer_app_id, b.slot, b.capabilities, r.manifest -> 'integrations' -> b.slot as declaration
+       from platform.integration_bindings b
+       join platform.apps a on a.id = b.consumer_app_id
+       left join platform.releases r on r.id = a.active_release_id
+      where b.connection_id = $1 and b.status = 'active' and b.user_id is null
+      order by b.id
+      limit 1000`,
+    [connectionId])
+}
+
+/** The slot `slot` of the app's active production release (null: no release, or no such slot). */
+export async function selectRunningSlot(db: Queryable, key: { appId: string; slot: string }): Promise<IntegrationSlot | null> {
+  const row = await first<{ declaration: IntegrationSlot | null }>(db,
+    `select r.manifest -> 'integrations' -> $2::text as declaration
+       from platform.apps a join platform.releases r on r.id = a.active_release_id where a.id = $1`,
+    [key.appId, key.slot])
+  return row?.declaration ?? null
+}
+
+export interface NewDelivery {
+  readonly id: string
+  readonly bindingId: string
+  readonly consumerAppId: string
+  readonly slot: string
+}
+
+/**
+ * One delivery per binding of `deliveries` for the event, those already recorded for the
+ * same (binding, event id) left alone; notifies the workers at commit when any is new.
+ * Returns how many are new.
+ */
+export async function insertDeliveries(
+  tx: Queryable,
+  input: {
+    deliveries: readonly NewDelivery[]
+    event: { id: string; type: string; data: Record<string, unknown> }
+    source: { providerAppId: string; provider: string; integration: string; connectionId: string }
+    now: Date
+  },
+): Promise<number> {
+  const { deliveries, event, source } = input
+  const rows = await tx.query<{ inserted: number }>(
+    `with inserted as (
+       insert into platform.integration_event_deliveries
+         (id, binding_id, consumer_app_id, slot, provider_app_id, provider, integration_name, connection_id, event_id, type,
+          occurred_at, data, state, run_at, created_at, updated_at)
+       select d.id, d.binding_id, d.consumer_app_id, d.slot, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, 'waiting', $11, $11, $11
+         from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[]) as d (id, binding_id, consumer_app_id, slot)
+       on conflict (binding_id, event_id) do nothing
+       returning 1
+     ), counted as (select count(*)::int as n from inserted)
+     select n as inserted, (select count(*) from (select pg_notify('${EVENTS_CHANNEL}', '') from counted where n > 0) x) as notified from counted`,
+    [deliveries.map((d) => d.id), deliveries.map((d) => d.bindingId), deliveries.map((d) => d.consumerAppId), deliveries.map((d) => d.slot),
+      source.providerAppId, source.provider, source.integration, source.connectionId, event.id, event.type, input.now, JSON.stringify(event.data)],
+  )
+  return rows[0]?.inserted ?? 0
+}
+
+/** Claims up to `limit` due deliveries, leased to `owner` for `leaseSeconds`; counts the attempt. */
+export async function claimDeliveries(
+  db: Queryable, options: { now: Date; limit: number; owner: string; leaseSeconds: number },
+): Promise<ClaimedDelivery[]> {
+  return db.query<ClaimedDelivery>(
+    `with chosen as (
+       select id from platform.integration_event_deliveries
+        where state = 'waiting' and run_at <= $1
+        order by run_at, id
+        limit $2
+        for update skip locked
+     )
+     update platform.integration_event_deliveries d
+        set state = 'running', attempts = d.attempts + 1, started_at = $1, updated_at = $1, lease_owner = $3,
+            lease_expires_at = $1::timestamptz + make_interval(secs => $4)
+       from chosen where d.id = chosen.id
+     returning d.*`,
+    [options.now, options.limit, options.owner, options.leaseSeconds],
+  )
+}
+
+/** Lengthens a running attempt's lease (a handler whose timeout is longer than the claim's lease). */
+export async function extendLease(db: Queryable, input: { id: string; attempt: number; until: Date }): Promise<void> {
+  await db.query(
+    `update platform.integration_event_deliveries set lease_expires_at = $3
+      where id = $1 and attempts = $2 and state = 'running'`,
+    [input.id, input.attempt, input.until])
+}
+
+/**
+ * Running attempts whose lease expired (their process died): each counts as a failed
+ * attempt: waiting again after the schedule's delay for that attempt, or failed past the
+ * schedule. `delaysSeconds[n - 1]` is the wait after attempt n.
+ */
+export async function recoverExpiredLeases(
+  db: Queryable, options: { now: Date; error: DeliveryError; delaysSeconds: readonly number[]; limit: number },
+): Promise<number> {
+  const rows = await db.query<{ id: string }>(
+    `with expired as (
+       select id from platform.integration_event_deliveries
+        where state = 'running' and lease_expires_at < $1
+        order by lease_expires_at limit $4 for update skip locked
+     )
+     update platform.integration_event_deliveries d
+        set state = case when d.attempts > cardinality($3::float8[]) then 'failed' else 'waiting' end,
+            run_at = case when d.attempts > cardinality($3::float8[]) then d.run_at
+                          else $1::timestamptz + make_interval(secs => ($3::float8[])[d.attempts]) end,
+            data = case when d.attempts > cardinality($3::float8[]) then null else d.data end,
+            finished_at = case when d.attempts > cardinality($3::float8[]) then $1 else null end,
+            last_error = $2::jsonb, lease_owner = null, lease_expires_at = null, updated_at = $1
+       from expired where d.id = expired.id
+     returning d.id`,
+    [options.now, JSON.stringify(options.error), options.delaysSeconds, options.limit],
+  )
+  return rows.length
+}
+
+/** The attempt succeeded: delivered, payload discarded. False when it is no longer the current attempt. */
+export async function markDelivered(db: Queryable, input: { id: string; attempt: number; now: Date }): Promise<boolean> {
+  const rows = await db.query(
+    `update platform.integration_event_deliveries
+        set state = 'delivered', data = null, delivered_at = $3, finished_at = $3, updated_at = $3, lease_owner = null, lease_expires_at = null
+      where id = $1 and attempts = $2 and state = 'running' returning id`,
+    [input.id, input.attempt, input.now])
+  return rows.length > 0
+}
+
+/**
+ * The attempt failed: waiting again at `retryAt`, or (null) failed for good with its
+ * payload discarded. False when it is no longer the current attempt.
+ */
+export async function markFailed(
+  db: Queryable, input: { id: string; attempt: number; now: Date; error: DeliveryError; retryAt: Date | null },
+): Promise<boolean> {
+  const rows = await db.query(
+    `update platform.integration_event_deliveries
+        set state = case when $5::timestamptz is null then 'failed' else 'waiting' end,
+            run_at = coalesce($5::timestamptz, run_at),
+            data = case when $5::timestamptz is null then null else data end,
+            finished_at = case when $5::timestamptz is null then $3::timestamptz else null end,
+            last_error = $4::jsonb, updated_at = $3, lease_owner = null, lease_expires_at = null
+      where id = $1 and attempts = $2 and state = 'running' returning id`,
+    [input.id, input.attempt, input.now, JSON.stringify(input.error), input.retryAt])
+  return rows.length > 0
+}
+
+/** The attempt did not really start (its worker was killed for another invocation): waiting again now, uncounted. */
+export async function markNotStarted(db: Queryable, input: { id: string; attempt: number; now: Date }): Promise<void> {
+  await db.query(
+    `update platform.integration_event_deliveries
+        set state = 'waiting', attempts = attempts - 1, run_at = $3, updated_at = $3, lease_owner = null, lease_expires_at = null
+      where id = $1 and attempts = $2 and state = 'running'`,
+    [input.id, input.attempt, input.now])
+}
+
+/** A page of the consumer app's deliveries, newest first, after the cursor `before`. */
+export async function listDeliveries(
+  db: Queryable,
+  options: { appId: string; state: DeliveryState | null; before: { createdAt: Date; id: string } | null; limit: number },
+): Promise<DeliveryRow[]> {
+  return db.query<DeliveryRow>(
+    `select ${COLUMNS} from platform.integration_event_deliveries
+      where consumer_app_id = $1
+        and ($2::text is null or state = $2::text)
+        and ($3::timestamptz is null or (created_at, id) < ($3::timestamptz, $4::uuid))
+      order by created_at desc, id desc
+      limit $5`,
+    [options.appId, options.state, options.before?.createdAt ?? null, options.before?.id ?? null, options.limit])
+}
+
+/** Deletes up to `limit` deliveries that ended before `before`; returns how many. */
+export async function purgeFinished(db: Queryable, options: { before: Date; limit: number }): Promise<number> {
+  const rows = await db.query(
+    `delete from platform.integration_event_deliveries where id in (
+       select id from platform.integration_event_deliveries
+        where state in ('delivered', 'failed') and finished_at < $1 limit $2)
+     returning id`,
+    [options.before, options.limit])
+  return rows.length
+}

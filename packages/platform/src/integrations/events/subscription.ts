@@ -1,0 +1,57 @@
+/**
+ * Who receives an event (spec 2.7, 6.1): an `account: app` slot of the consumer's active
+ * production release that names the integration, declares `events.function` and, when it
+ * lists `events.types`, the event's type; bound by a binding that is active now (bindings/
+ * standingFrom: neither suspended nor revoked) and grants the event's capability. Checked
+ * when an event is emitted (to record deliveries) and again at every delivery attempt (a
+ * binding revoked or a slot changed meanwhile stops delivery).
+ */
+import type { Db } from '../../db/db.ts'
+import type { Clock } from '../../lib/clock.ts'
+import type { ErrorCode } from '../../lib/errors.ts'
+import type { IntegrationSlot } from '../../manifest/index.ts'
+import { callFacts, settleStanding } from '../bindings/index.ts'
+
+/** Why a binding does not receive an event. */
+export interface Refusal {
+  readonly code: ErrorCode
+  readonly message: string
+}
+
+/** The slot's handler Function when the slot subscribes to `type` of `integration`, else why not. */
+export function slotHandler(slot: IntegrationSlot | null, event: { integration: string; type: string }): { handler: string } | Refusal {
+  if (slot === null) return { code: 'INTEGRATION_EVENT_NOT_SUBSCRIBED', message: 'the consumer\'s active release no longer declares the slot' }
+  if (slot.integration !== event.integration || slot.account !== 'app') {
+    return { code: 'INTEGRATION_EVENT_NOT_SUBSCRIBED', message: 'the slot no longer uses this integration with account: app' }
+  }
+  if (slot.events === undefined) return { code: 'INTEGRATION_EVENT_NOT_SUBSCRIBED', message: 'the slot declares no events.function' }
+  if (slot.events.types !== undefined && !slot.events.types.includes(event.type)) {
+    return { code: 'INTEGRATION_EVENT_NOT_SUBSCRIBED', message: `the slot's events.types does not list "${event.type}"` }
+  }
+  return { handler: slot.events.function }
+}
+
+/**
+ * Whether the binding `bindingId` of the consumer's slot is the slot's live binding, stands
+ * active now (revoking it for good when it must, like a broker call) and grants `capability`
+ * of the provider `providerAppId`'s contract. One statement (bindings' callFacts).
+ */
+export async function bindingReceives(
+  deps: { db: Db; clock: Clock },
+  input: { consumerAppId: string; slot: string; integration: string; bindingId: string; providerAppId: string; capability: string },
+): Promise<true | Refusal> {
+  const facts = await callFacts(deps.db, { appId: input.consumerAppId, integration: input.integration, slot: input.slot, userId: null })
+  if (!facts || !facts.binding || facts.binding.id !== input.bindingId) {
+    return { code: 'INTEGRATION_NOT_BOUND', message: 'the slot is no longer bound by this binding' }
+  }
+  if (!facts.published || facts.published.providerApp.id !== input.providerAppId || !facts.standing) {
+    return { code: 'INTEGRATION_BINDING_SUSPENDED', message: 'the binding no longer reaches this provider\'s integration' }
+  }
+  const standing = await settleStanding(deps, facts.standing)
+  if (standing === 'revoked') return { code: 'INTEGRATION_BINDING_REVOKED', message: 'the binding was revoked' }
+  if (standing === 'suspended') return { code: 'INTEGRATION_BINDING_SUSPENDED', message: 'the binding is suspended: the person who bound it may not use the integration now' }
+  if (!facts.binding.capabilities.includes(input.capability)) {
+    return { code: 'INTEGRATION_CAPABILITY_NOT_GRANTED', message: `the binding does not grant "${input.capability}"` }
+  }
+  return true
+}
