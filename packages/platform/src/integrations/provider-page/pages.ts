@@ -165,7 +165,7 @@ function connectionsSection(input: { user: User; app: App; contract: Integration
     return `${label} <span class="muted">(${connection.kind === 'personal' ? 'yours' : 'organisation'})</span>: <strong>${STATUS_TEXT[connection.status]}</strong>`
   })
   return `<h2>Connections</h2>
-    <p class="muted">Your personal connections and the organisation's, which apps you may edit can be bound to.</p>
+    <p class="muted">Your personal connections to it and the organisation's: the ones you may bind into apps you may edit.</p>
     ${list(items, 'None yet.')}
     <p><a id="connect" href="${escapeHtml(connectPagePath({ app: input.app.slug, integration: input.contract.name }))}">Connect an account</a></p>`
 }
