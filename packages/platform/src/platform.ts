@@ -32,6 +32,7 @@ import type { InvokeProvider } from './integrations/provider-invocation.ts'
 import { bindPages, bindingRoutes } from './integrations/bindings/index.ts'
 import { providerPages } from './integrations/provider-page/index.ts'
 import { createBroker } from './integrations/broker.ts'
+import { devIntegrationRoutes } from './integrations/dev/index.ts'
 import { WEBHOOK_PATH_PREFIX, webhookRoutes } from './integrations/webhooks/index.ts'
 import { createIntegrationEvents, type DeliveryWorkerOptions, type IntegrationEvents } from './integrations/events/index.ts'
 import { createProviderInvoker } from './functions/provider-invoker.ts'
@@ -146,7 +147,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
   owner.route('/', secretRoutes({ db, store: secrets }))
   owner.route('/', logRoutes({ db }))
   // The host is built below; its routes are mounted here, before /v1/apps is.
-  owner.route('/', devInvokeRoutes({ db, host: () => functions }))
+  owner.route('/', devInvokeRoutes({ db, host: () => functions, integrations: { keyring, accessToken: (input) => oauth.accessTokenFor(input) } }))
+  owner.route('/', devIntegrationRoutes({ db, clock, host: () => functions }))
   owner.route('/', grantRoutes({ db }))
   owner.route('/', domainRoutes({ db, clock, urls, baseUrl: deps.config.baseUrl }))
   owner.route('/', jobRoutes({ db, clock }))

@@ -411,7 +411,7 @@ export default defineFunction({ input: object({ mode: string() }), handler: () =
     assert.equal(JSON.parse(body).error.details.connectUrl, 'http://auth.localhost:8787/integrations/connect?app=desk&slot=my_shop')
   })
 
-  test('a development namespace never reaches real connections: INTEGRATION_TEST_CONNECTION_REQUIRED', async () => {
+  test('a development namespace never reaches real connections unless told: in fake mode an operation without a fake fails INTEGRATION_FAKE_NOT_DECLARED', async () => {
     const res = await h.request('/v1/apps/desk/dev/d1/deployments', {
       token: bob.token, json: bundle({ 'service.yaml': manifest('desk', CONSUMER, 'private'), 'functions/call.ts': CONSUMER_CODE }),
     })
@@ -420,7 +420,7 @@ export default defineFunction({ input: object({ mode: string() }), handler: () =
     const fn = (await h.platform.functions.resolveDev(app, 'd1', 'callShop'))!
     const result = await h.platform.functions.run(fn, { input: { slot: 'shop', operation: 'orders.list', mode: 'ok' }, user: null })
     seen.push(JSON.stringify(result))
-    assert.equal(!result.ok && result.error.kind === 'service' && result.error.code, 'INTEGRATION_TEST_CONNECTION_REQUIRED', JSON.stringify(result))
+    assert.equal(!result.ok && result.error.kind === 'service' && result.error.code, 'INTEGRATION_FAKE_NOT_DECLARED', JSON.stringify(result))
   })
 
   test('a consumer pinning a runtime SDK below 2.2.0 is refused INTEGRATION_SDK_TOO_OLD', async () => {

@@ -13,6 +13,9 @@
  * - 503 (`errors.unavailable`) or a timeout: INTEGRATION_PROVIDER_UNAVAILABLE (503, so a queue
  *   consumer's attempt is retryable);
  * - anything else: INTEGRATION_PROVIDER_FAILED.
+ * A development namespace's call is answered in its integration's development mode
+ * (integrations/dev): `fake`, the default, returns the operation's declared `fake` after the
+ * slot, operation, capability and person checks; `live` goes on as production does.
  */
 import type { Db } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
@@ -22,6 +25,7 @@ import { SDK_GATES, sdkAtLeast, type IntegrationContract, type Manifest } from '
 import { markReconnectRequired, openCredentials, type Connection, type ConnectionKeyring, type CredentialRow } from './connections/index.ts'
 import { callFacts, connectAndBindPath, settleStanding } from './bindings/index.ts'
 import { selectReleaseManifest } from './bindings/queries.ts'
+import { devModeOf } from './dev/mode.ts'
 import type { InvokeProvider, ProviderResult } from './provider-invocation.ts'
 
 /** Longest JSON text of an operation's result (spec 5.5: 1 MiB). */
@@ -89,12 +93,6 @@ export function createBroker(deps: BrokerDeps): Broker {
       if (typeof slotName !== 'string' || typeof operationName !== 'string') {
         throw new ServiceError('BAD_REQUEST', 'ctx.integrations.use(slot).call(operation, input) takes a slot name and an operation name (strings)')
       }
-      if (call.devName !== '') {
-        // Development namespaces never reach real connections (spec 7.2); test connections come later.
-        throw new ServiceError('INTEGRATION_TEST_CONNECTION_REQUIRED',
-          'a development namespace calls integrations only through a test connection, which this platform does not offer yet; deploy to production to call it',
-          { details: { devName: call.devName } })
-      }
       const manifest = await manifestOf(call.releaseId)
       if (!manifest) throw new ServiceError('NOT_FOUND', 'the running release is gone')
       const sdk = manifest.runtime.sdk.version
@@ -130,6 +128,16 @@ export function createBroker(deps: BrokerDeps): Broker {
       const connectUrl = slot.account === 'calling_user' ? `${deps.urls.auth}${connectAndBindPath({ app: consumer.slug, slot: slotName })}` : null
       if (slot.account === 'calling_user' && userId === null) {
         throw new ServiceError('INTEGRATION_USER_REQUIRED', `the slot "${slotName}" acts for the signed-in person; sign in first`, { details: { slot: slotName } })
+      }
+      if (call.devName !== '' && (await devModeOf(deps.db, { appId: call.appId, devName: call.devName, integration: slot.integration })) === 'fake') {
+        // A development namespace in fake mode (the default) gets the declared fake after the same checks (integrations/dev).
+        if (!Object.hasOwn(operation, 'fake')) {
+          throw new ServiceError('INTEGRATION_FAKE_NOT_DECLARED',
+            `the operation "${operation.name}" declares no fake, so development namespace ${call.devName} cannot answer it in fake mode: `
+            + `choose live with PUT /v1/apps/${consumer.slug}/dev/${call.devName}/integrations/${slot.integration}/mode`,
+            { details: { slot: slotName, operation: operation.name } })
+        }
+        return operation.fake ?? null
       }
       const connectionRequired = () => new ServiceError('INTEGRATION_CONNECTION_REQUIRED',
         `connect your account for "${slot.integration}" to use this`, { details: { slot: slotName, connectUrl } })

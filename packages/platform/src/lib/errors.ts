@@ -98,6 +98,8 @@ export const ERROR_CODES = {
   INTEGRATION_CONNECTION_REQUIRED: 409,
   INTEGRATION_USER_REQUIRED: 401,
   INTEGRATION_TEST_CONNECTION_REQUIRED: 409,
+  // A development namespace in fake mode calling an operation that declares no `fake` (our code).
+  INTEGRATION_FAKE_NOT_DECLARED: 409,
   // OAuth 2.0 (spec 4.4, 7.2): exchange or refresh invoked in development; a callback without a
   // flow this browser started (unknown, used, expired or another browser's state).
   INTEGRATION_OAUTH_FUNCTION_NOT_INVOCABLE: 400,
