@@ -4,10 +4,13 @@
  * base URL), the consumer's page says the slot is not bound, admin@localhost connects the
  * orders integration through the OAuth flow (the connect form, the provider app's own demo
  * authorize page in real Deno, the callback), binds the consumer's slot with an owner token
- * from the CLI login, and the consumer's Function gets the orders through the broker.
+ * from the CLI login, and the consumer's Function gets the orders through the broker. The
+ * provider's webhook Function accepts only bodies signed with the connection's
+ * WEBHOOK_SIGNING_SECRET (HMAC-SHA256, checked with crypto.subtle.verify).
  */
 import assert from 'node:assert/strict'
-import { randomBytes } from 'node:crypto'
+import { createHmac, randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { after, before, describe, test } from 'node:test'
 import { ManualClock } from '../lib/clock.ts'
@@ -21,6 +24,11 @@ import { startPlatform } from '../integrations/oauth/test-platform.ts'
 import { deployExamples, withBaseUrl } from './examples.ts'
 
 const EXAMPLES_DIR = fileURLToPath(new URL('../../../../examples', import.meta.url))
+const SIGNING_SECRET = 'whsec_orders_demo_6c1f9e0b27'
+
+function signature(secret: string, body: string): string {
+  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
+}
 
 describe(`the orders examples (${backend})`, () => {
   let h: Harness
@@ -120,5 +128,73 @@ describe(`the orders examples (${backend})`, () => {
     const token = await adminToken()
     const list = (await (await h.request('/v1/connections', { token })).json()) as { connections: { label: string }[] }
     assert.deepEqual(list.connections.map((c) => c.label), ['Demo shop'])
+  })
+
+  /** Connects the orders integration through the demo OAuth page with these credential values; the connection's id. */
+  async function connectOrders(label: string, values: Record<string, string>): Promise<string> {
+    const b = await signedInBrowser(h, 'admin@localhost')
+    const form = await (await b.fetch(`${AUTH}/connections/new?app=orders&integration=orders`)).text()
+    const started = await b.post(`${AUTH}/connections/new`, {
+      csrf: field(form, 'csrf'), app: 'orders', integration: 'orders', label, kind: 'personal', ...values,
+    })
+    assert.equal(started.status, 303, await started.text())
+    const page = await (await b.fetch(started.headers.get('location')!)).text()
+    const approve = /id="approve" href="([^"]+)"/.exec(page)![1]!.replaceAll('&amp;', '&')
+    const { response } = await b.visit(approve)
+    const finished = await response.text()
+    assert.equal(response.status, 200, finished)
+    return /href="\/connections\/([0-9a-f-]{36})"/.exec(finished)![1]!
+  }
+
+  /** The connection's webhook path, from its managers' page. */
+  async function webhookPath(connectionId: string): Promise<string> {
+    const b = await signedInBrowser(h, 'admin@localhost')
+    const html = await (await b.fetch(`${AUTH}/connections/${connectionId}`)).text()
+    return /\/v1\/hooks\/svc_hook_[A-Za-z0-9_-]{43}/.exec(html)![0]!
+  }
+
+  async function deliver(path: string, body: string, header?: string): Promise<{ status: number; body: any }> {
+    const res = await h.request(path, {
+      method: 'POST', body, headers: { 'content-type': 'application/json', ...(header === undefined ? {} : { 'x-orders-signature': header }) },
+    })
+    return { status: res.status, body: await res.json() }
+  }
+
+  test('the provider\'s webhook Function takes a change signed with the connection\'s WEBHOOK_SIGNING_SECRET and refuses any other', async () => {
+    const id = await connectOrders('Signed shop', { 'value.WEBHOOK_SIGNING_SECRET': SIGNING_SECRET })
+    const path = await webhookPath(id)
+    const change = '{"id":"chg_1","type":"order.shipped","order":{"id":"ord_1002"}}'
+
+    assert.deepEqual(await deliver(path, change, signature(SIGNING_SECRET, change)), { status: 200, body: { received: true, id: 'chg_1' } })
+
+    const refused = { status: 401, body: { error: { code: 'SIGNATURE_INVALID', message: 'The x-orders-signature header does not sign this body' } } }
+    assert.deepEqual(await deliver(path, change, signature('whsec_someone_else', change)), refused, 'signed with another secret')
+    assert.deepEqual(await deliver(path, change.replace('ord_1002', 'ord_1003'), signature(SIGNING_SECRET, change)), refused, 'a tampered body')
+    assert.deepEqual(await deliver(path, change, signature(SIGNING_SECRET, change).slice(0, -2)), refused, 'a truncated signature')
+    assert.deepEqual(await deliver(path, change, 'sha256=not-hex'), refused, 'not hexadecimal')
+    assert.deepEqual(await deliver(path, change), refused, 'no signature header')
+    const notChange = '["chg_2"]'
+    assert.equal((await deliver(path, notChange, signature(SIGNING_SECRET, notChange))).body.error.code, 'CHANGE_INVALID')
+
+    // The sender was refused, not the connection's credentials: it stays active.
+    const token = await adminToken()
+    const list = (await (await h.request('/v1/connections', { token })).json()) as { connections: { id: string; status: string }[] }
+    assert.equal(list.connections.find((c) => c.id === id)?.status, 'active')
+  })
+
+  test('a connection without a signing secret refuses webhooks 403 WEBHOOK_NOT_CONFIGURED', async () => {
+    const id = await connectOrders('Unsigned shop', {})
+    const change = '{"id":"chg_3","type":"order.shipped"}'
+    const answer = await deliver(await webhookPath(id), change, signature(SIGNING_SECRET, change))
+    assert.equal(answer.status, 403)
+    assert.equal(answer.body.error.code, 'WEBHOOK_NOT_CONFIGURED')
+  })
+
+  test('the signature is compared in constant time by construction: crypto.subtle.verify, never a string comparison', () => {
+    const source = readFileSync(`${EXAMPLES_DIR}/orders/functions/receive-webhook.ts`, 'utf8')
+    assert.match(source, /crypto\.subtle\.verify\('HMAC', key, signature, encoder\.encode\(input\.body\)\)/)
+    assert.doesNotMatch(source, /crypto\.subtle\.sign\(/, 'no MAC is computed to be compared by hand')
+    const compared = source.replaceAll('signature === null', '')
+    assert.doesNotMatch(compared, /signature\s*[!=]==|[!=]==\s*signature|timingSafeEqual|\bBuffer\b/, 'no comparison of the signature as values, no Buffer in Deno')
   })
 })
