@@ -113,10 +113,21 @@ export async function createApp(
   return fromRow(rows[0])
 }
 
-export async function listAppsOwnedBy(db: Queryable, user: Pick<AppOwner, 'id'>): Promise<App[]> {
-  const rows = await db.query<AppRow>(
-    `select ${APP_COLUMNS} from platform.apps where owner_id = $1 order by created_at, slug limit 1000`, [user.id])
-  return rows.map(fromRow)
+/**
+ * The apps `user` owns or holds a stored grant on, each with the grant's level (null for an
+ * app of their own), oldest first, at most 1000. Whether a grant counts right now (the person
+ * confirmed, Edit only inside the organisation) is identity's rule, `roleFrom`: the caller
+ * applies it. The level is spelled here because apps stand below identity.
+ */
+export async function listAppsOwnedOrGranted(
+  db: Queryable, user: Pick<AppOwner, 'id'>,
+): Promise<Array<{ app: App; grant: 'use' | 'edit' | 'administer' | null }>> {
+  const rows = await db.query<AppRow & { grant_role: 'use' | 'edit' | 'administer' | null }>(
+    `select ${APP_COLUMNS.split(', ').map((column) => `a.${column}`).join(', ')}, g.role as grant_role
+       from platform.apps a left join platform.app_grants g on g.app_id = a.id and g.user_id = $1
+      where a.owner_id = $1 or g.user_id is not null
+      order by a.created_at, a.slug limit 1000`, [user.id])
+  return rows.map((row) => ({ app: fromRow(row), grant: row.owner_id === user.id ? null : row.grant_role }))
 }
 
 

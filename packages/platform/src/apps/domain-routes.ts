@@ -1,6 +1,6 @@
 /**
  * Owner API for custom domains (mounted under /v1/apps): `GET /{app}/domains` for the app's
- * owner and platform administrators; `PUT` and `DELETE /{app}/domains/{domain}` for
+ * owner, its Administer holders and platform administrators; `PUT` and `DELETE /{app}/domains/{domain}` for
  * platform administrators only, since a mapping is only as good as the DNS record and the
  * TLS certificate the operator puts in front (docs/operations.md, "Custom domains").
  */
@@ -8,9 +8,9 @@ import { Hono } from 'hono'
 import type { Db } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
 import { ServiceError } from '../lib/errors.ts'
-import type { OwnerEnv } from '../identity/index.ts'
+import { appForRole, type OwnerEnv } from '../identity/index.ts'
 import type { HostUrls } from '../http/hosts.ts'
-import { findAppByIdOrSlug, getOwnedApp, type App } from './apps.ts'
+import { findAppByIdOrSlug, type App } from './apps.ts'
 import { checkDomain, domainView, listDomains, mapDomain, unmapDomain } from './domains.ts'
 
 /** The signed-in owner API caller. */
@@ -24,9 +24,12 @@ export function domainRoutes(deps: { db: Db; clock: Clock; urls: HostUrls; baseU
   const routes = new Hono<OwnerEnv>()
   const view = (domain: Parameters<typeof domainView>[0]) => domainView(domain, deps.urls.custom(domain.domain))
 
-  /** The app for a platform administrator (any app) or its owner (own apps); APP_NOT_FOUND otherwise. */
+  /**
+   * The app for a platform administrator (any app), or for its owner and Administer holders;
+   * FORBIDDEN for a lower role, APP_NOT_FOUND for anyone else.
+   */
   async function visibleApp(user: User, idOrSlug: string): Promise<App> {
-    if (!isPlatformAdmin(user)) return await getOwnedApp(deps.db, user, idOrSlug)
+    if (!isPlatformAdmin(user)) return await appForRole(deps.db, user, idOrSlug, 'administer')
     const app = await findAppByIdOrSlug(deps.db, idOrSlug)
     if (!app) throw new ServiceError('APP_NOT_FOUND', `no app "${idOrSlug}"`)
     return app

@@ -1,16 +1,25 @@
-/** Owner API for apps: create, list, read. */
+/**
+ * Owner API for apps: create, list (every app the caller holds a role on, with that role),
+ * read.
+ */
 import { Hono } from 'hono'
 import type { Db } from '../db/db.ts'
-import { appForRole, type OwnerEnv } from '../identity/index.ts'
+import { appForRole, roleFrom, type OwnerEnv } from '../identity/index.ts'
 import { readObject } from '../http/json.ts'
 import type { HostUrls } from '../http/hosts.ts'
-import { appView, checkVisibility, createApp, listAppsOwnedBy } from './apps.ts'
+import { appView, checkVisibility, createApp, listAppsOwnedOrGranted } from './apps.ts'
 
 export function appRoutes(deps: { db: Db; urls: HostUrls }) {
   const routes = new Hono<OwnerEnv>()
   routes.get('/', async (c) => {
-    const apps = await listAppsOwnedBy(deps.db, c.var.user)
-    return c.json({ apps: apps.map((app) => appView(app, deps.urls.app(app.slug))) })
+    const user = c.var.user
+    const rows = await listAppsOwnedOrGranted(deps.db, user)
+    return c.json({
+      apps: rows.flatMap(({ app, grant }) => {
+        const role = roleFrom({ app, user, grant })
+        return role === null ? [] : [{ ...appView(app, deps.urls.app(app.slug)), role, owned: app.ownerId === user.id }]
+      }),
+    })
   })
   routes.post('/', async (c) => {
     const body = await readObject(c)

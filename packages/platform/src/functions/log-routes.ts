@@ -3,12 +3,12 @@
  * `GET /:appId/dev/:devName/logs`, newest first, one bounded page at a time. Filters:
  * `function`, `level` (that level and above), `from` and `to` (inclusive ISO 8601 times),
  * `requestId`, `limit` (1 to 1000, default 100) and `cursor` (a page's `nextCursor`).
+ * The owner and Edit holders: the people who change the code read what it logs.
  */
 import { Hono, type Context } from 'hono'
 import type { Db } from '../db/db.ts'
 import { ServiceError } from '../lib/errors.ts'
-import { getOwnedApp } from '../apps/apps.ts'
-import type { OwnerEnv } from '../identity/index.ts'
+import { appForRole, type OwnerEnv } from '../identity/index.ts'
 import { checkDevName } from '../deploy/dev-names.ts'
 import { listFunctionLogs, LOG_LEVELS, MAX_LOG_PAGE, type LogLevel, type LogQuery } from './context-log.ts'
 
@@ -74,7 +74,7 @@ export function logQuery(c: Context, scope: { appId: string; devName: string }):
 export function logRoutes(deps: { db: Db }) {
   const routes = new Hono<OwnerEnv>()
   async function list(c: Context<OwnerEnv>) {
-    const app = await getOwnedApp(deps.db, c.var.user, c.req.param('appId')!)
+    const app = await appForRole(deps.db, c.var.user, c.req.param('appId')!, 'edit')
     const devParam = c.req.param('devName')
     const devName = devParam === undefined ? '' : checkDevName(devParam)
     const page = await listFunctionLogs(deps.db, logQuery(c, { appId: app.id, devName }))

@@ -3,18 +3,17 @@
  * `{ns}` is nothing for production or `/dev/{devName}` for a development namespace.
  * `GET /v1/apps/{appId}{ns}/jobs` (history page and per-queue totals),
  * `GET /v1/apps/{appId}{ns}/jobs/{jobId}` and `GET /v1/apps/{appId}{ns}/signals` (the Agent
- * Feed's job signals, failure events and failure alert). Owners only; another person's app
- * answers APP_NOT_FOUND.
+ * Feed's job signals, failure events and failure alert). The owner and Edit holders; a Use
+ * holder gets FORBIDDEN, anyone else APP_NOT_FOUND.
  */
 import { Hono, type Context } from 'hono'
 import type { Db } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
 import { ServiceError } from '../lib/errors.ts'
 import { isUuid } from '../lib/ids.ts'
-import { getOwnedApp } from '../apps/apps.ts'
 import { checkDevName } from '../deploy/dev-names.ts'
 import { findNamespace } from '../deploy/namespaces.ts'
-import type { OwnerEnv } from '../identity/index.ts'
+import { appForRole, type OwnerEnv } from '../identity/index.ts'
 import { jobHistory, jobSignals, type JobScope } from './history.ts'
 import { findJob } from './queries.ts'
 import { jobView } from './views.ts'
@@ -23,7 +22,7 @@ import { jobView } from './views.ts'
 const NO_NAMESPACE = '00000000-0000-0000-0000-000000000000'
 
 async function scopeOf(db: Db, c: Context<OwnerEnv>): Promise<JobScope> {
-  const app = await getOwnedApp(db, c.var.user, c.req.param('appId')!)
+  const app = await appForRole(db, c.var.user, c.req.param('appId')!, 'edit')
   const devParam = c.req.param('devName')
   if (devParam === undefined) return { appId: app.id, namespaceId: (await findNamespace(db, app.id))?.id ?? NO_NAMESPACE }
   const devName = checkDevName(devParam)

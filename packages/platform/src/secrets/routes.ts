@@ -2,13 +2,13 @@
  * Owner API for app secrets, mounted under /v1/apps: production at `/:appId/secrets`, a
  * development namespace at `/:appId/dev/:devName/secrets`. Values go in (PUT) and never
  * come out: the list names each secret the active release declares or the store holds,
- * with whether it is required and set and when it was last set.
+ * with whether it is required and set and when it was last set. The owner and Edit holders
+ * (an Edit holder deploys the code that reads them anyway); Use holders get FORBIDDEN.
  */
 import { Hono, type Context } from 'hono'
 import type { Db } from '../db/db.ts'
 import { ServiceError } from '../lib/errors.ts'
-import { getOwnedApp } from '../apps/apps.ts'
-import type { OwnerEnv } from '../identity/index.ts'
+import { appForRole, type OwnerEnv } from '../identity/index.ts'
 import { readObject } from '../http/json.ts'
 import { activeReleaseOf, checkDevName } from '../deploy/dev-names.ts'
 import { findNamespace } from '../deploy/namespaces.ts'
@@ -23,7 +23,7 @@ export function secretRoutes(deps: { db: Db; store: SecretStore }) {
   const routes = new Hono<OwnerEnv>()
 
   async function target(c: Context<OwnerEnv>): Promise<{ scope: SecretScope; releaseId: string | null }> {
-    const app = await getOwnedApp(deps.db, c.var.user, c.req.param('appId')!)
+    const app = await appForRole(deps.db, c.var.user, c.req.param('appId')!, 'edit')
     const devParam = c.req.param('devName')
     const devName = devParam === undefined ? '' : checkDevName(devParam)
     const releaseId = devName === '' ? app.activeReleaseId : await activeReleaseOf(deps.db, app.id, devName)

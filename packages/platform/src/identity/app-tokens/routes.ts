@@ -1,7 +1,10 @@
 /**
  * HTTP API of app access tokens on `{base_url}`:
  * - the owner API (mounted under `/v1/apps` behind requireOwner): list, create and revoke an
- *   app's tokens. Creation answers with a one-time reveal link, never the value;
+ *   app's tokens. Creation answers with a one-time reveal link, never the value. The owner and
+ *   Administer holders list and revoke (who reaches the app from outside is an access
+ *   decision); only the owner creates, since a token acts as the owner (spec 2.3) and is valid
+ *   only while its creator owns the app;
  * - the agent's request API (no credentials): file a request for a token of an app and
  *   poll it. The owner approves in the browser (pages.ts); the poll answers only
  *   the new token's id, never its value.
@@ -11,9 +14,11 @@ import { Hono } from 'hono'
 import type { Db } from '../../db/db.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { ServiceError } from '../../lib/errors.ts'
-import { findAppBySlug, getOwnedApp } from '../../apps/apps.ts'
+import { findAppBySlug, type App } from '../../apps/apps.ts'
 import type { HostUrls } from '../../http/hosts.ts'
 import type { OwnerEnv } from '../accounts/owner-auth.ts'
+import type { User } from '../accounts/users.ts'
+import { appForRole, effectiveRole } from '../access/roles.ts'
 import { readObject } from '../../http/json.ts'
 import {
   appTokenView, checkTokenName, createAppToken, createReveal, createTokenRequest, listAppTokens, pollTokenRequest,
@@ -33,20 +38,38 @@ export function revealUrl(urls: HostUrls, reveal: { id: string; k: string }): st
   return `${urls.auth}/app-tokens/reveal?id=${encodeURIComponent(reveal.id)}&k=${encodeURIComponent(reveal.k)}`
 }
 
-/** Owner API: `GET|POST /:appId/access-tokens`, `DELETE /:appId/access-tokens/:tokenId`. */
+/**
+ * The app when `user` owns it. A member gets FORBIDDEN with `details: {role, required:
+ * "owner"}`: a token acts as the owner, so another person minting one would act as the owner
+ * too (and `verifyAppToken` accepts only tokens whose creator owns the app).
+ */
+async function ownedApp(db: Db, user: User, idOrSlug: string): Promise<App> {
+  const app = await appForRole(db, user, idOrSlug, 'use')
+  if (app.ownerId !== user.id) {
+    throw new ServiceError('FORBIDDEN', `only the owner of "${app.slug}" creates its access tokens: a token acts as the owner`, {
+      details: { role: await effectiveRole(db, { app, user }), required: 'owner' },
+    })
+  }
+  return app
+}
+
+/**
+ * Owner API: `GET|POST /:appId/access-tokens`, `DELETE /:appId/access-tokens/:tokenId`. List
+ * and revoke: the owner and Administer holders; create: the owner.
+ */
 export function appTokenRoutes(deps: AppTokenRouteDeps) {
   const { db, clock } = deps
   const routes = new Hono<OwnerEnv>()
 
   routes.get('/:appId/access-tokens', async (c) => {
-    const app = await getOwnedApp(db, c.var.user, c.req.param('appId'))
+    const app = await appForRole(db, c.var.user, c.req.param('appId'), 'administer')
     requireConfirmed(c.var.user)
     const tokens = await listAppTokens(db, app.id)
     return c.json({ tokens: tokens.map(appTokenView) }, 200, { 'cache-control': 'no-store' })
   })
 
   routes.post('/:appId/access-tokens', async (c) => {
-    const app = await getOwnedApp(db, c.var.user, c.req.param('appId'))
+    const app = await ownedApp(db, c.var.user, c.req.param('appId'))
     requireConfirmed(c.var.user)
     const name = checkTokenName((await readObject(c, 4096)).name, 'access token')
     const { token, reveal } = await db.transaction(async (tx) => {
@@ -62,7 +85,7 @@ export function appTokenRoutes(deps: AppTokenRouteDeps) {
   })
 
   routes.delete('/:appId/access-tokens/:tokenId', async (c) => {
-    const app = await getOwnedApp(db, c.var.user, c.req.param('appId'))
+    const app = await appForRole(db, c.var.user, c.req.param('appId'), 'administer')
     requireConfirmed(c.var.user)
     const revoked = await revokeAppToken(db, clock, { appId: app.id, tokenId: c.req.param('tokenId') })
     if (!revoked) throw new ServiceError('NOT_FOUND', 'no such active access token for this app')
