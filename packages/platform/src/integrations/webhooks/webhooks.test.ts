@@ -18,6 +18,8 @@ import { newSecret } from '../../lib/crypto.ts'
 import { findAppBySlug } from '../../apps/apps.ts'
 import { findUserById } from '../../identity/index.ts'
 import { createConnection, findConnection, markReconnectRequired } from '../connections/connections.ts'
+import { insertConnection } from '../connections/queries.ts'
+import { storeTokens } from '../oauth/tokens.ts'
 import { MAX_WEBHOOK_BODY_BYTES } from './body.ts'
 
 const API_KEY = 'sk_live_webhook_secret_5f0e2d7a91'
@@ -81,6 +83,51 @@ ${webhook ? `    webhook:
       function: hook
 ` : ''}`
 }
+
+const ACCESS_TOKEN = 'oauth_access_token_webhook_3b9d51'
+
+/** A provider behind OAuth 2.0 whose operation and webhook Functions read the token as CRM_TOKEN. */
+const OAUTH_PROVIDER = `functions:
+  - name: hook
+    entrypoint: functions/hook.ts
+    access: system
+  - name: swapCode
+    entrypoint: functions/hook.ts
+    access: system
+provides:
+  integration:
+    name: contacts
+    title: Contacts
+    description: The CRM's contacts
+    authorization:
+      type: oauth2
+      authorizationUrl: https://crm.example.com/authorize
+      clientId: crm-client
+      scopes: [contacts]
+      exchange: swapCode
+      accessToken: CRM_TOKEN
+    capabilities:
+      - name: contacts.read
+        description: Read contacts
+    operations:
+      - name: contacts.list
+        capability: contacts.read
+        function: hook
+        description: Lists contacts
+    webhook:
+      function: hook
+`
+
+const OAUTH_HOOK_CODE = `import { array, defineFunction, object, string } from '@service/server'
+export default defineFunction({
+  input: object({ method: string(), headers: array(object({ name: string(), value: string() })), body: string(), receivedAt: string() }),
+  async handler({ secrets }) {
+    const token = await secrets.get('CRM_TOKEN')
+    const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(token ?? ''))
+    return { tokenDigest: Array.from(new Uint8Array(digest)).map((b) => b.toString(16).padStart(2, '0')).join('') }
+  },
+})
+`
 
 function sha256(value: string): string {
   return createHash('sha256').update(value).digest('hex')
@@ -364,6 +411,33 @@ describe(`inbound webhooks (${backend})`, () => {
     assert.equal(statements.length, 1, `only the lookup ran: ${statements.join('\n')}`)
   })
 
+  test('for an OAuth 2.0 contract the webhook Function reads the connection\'s access token under the declared name; a token that cannot be had answers 503', async () => {
+    assert.equal((await h.request('/v1/apps', { token: alice.token, json: { slug: 'crm', visibility: 'private' } })).status, 201)
+    await deployApp(h, alice.token, 'crm', { 'service.yaml': manifest('crm', OAUTH_PROVIDER, 'private'), 'functions/hook.ts': OAUTH_HOOK_CODE })
+    const crm = (await findAppBySlug(h.t.db, 'crm'))!
+    // Connections as the OAuth flow leaves them (the flow is tested in oauth/): one token valid, one expired without a refresh token.
+    const made: string[] = []
+    for (const expiresIn of [3600, 0]) {
+      const id = crypto.randomUUID()
+      const token = newSecret('svc_hook_')
+      tokens.push(token)
+      made.push(token)
+      await insertConnection(h.t.db, {
+        id, organisationId: crm.organisationId!, providerAppId: crm.id, integrationName: 'contacts', kind: 'organisation', ownerId: null,
+        createdBy: alice.userId, label: `CRM ${expiresIn}`, webhookTokenHash: sha256(token), webhookTokenEncrypted: 'unused', webhookKeyId: 'k1', at: h.clock.now(),
+      })
+      await storeTokens(h.t.db, {
+        keyring: h.platform.connectionKeyring, clock: h.clock, connectionId: id, tokens: { accessToken: ACCESS_TOKEN, refreshToken: null, expiresIn },
+      })
+    }
+    const fresh = await post(made[0]!, { body: '{}' })
+    assert.equal(fresh.status, 200)
+    assert.deepEqual(await fresh.json(), { tokenDigest: sha256(ACCESS_TOKEN) })
+    const expired = await post(made[1]!, { body: '{}' })
+    assert.equal(expired.status, 503)
+    assert.equal(((await expired.json()) as any).error.code, 'INTEGRATION_RECONNECT_REQUIRED')
+  })
+
   test('the token is in no log line: request lines redact every path under /v1/hooks/, double slashes too', async () => {
     assert.equal((await post('', { path: `/v1/hooks//${shopToken}`, body: '{}' })).status, 404)
     assert.equal((await post('', { path: `/v1/hooks/${shopToken}/x/y`, body: '{}' })).status, 404)
@@ -372,7 +446,7 @@ describe(`inbound webhooks (${backend})`, () => {
     assert.ok(requestLines.every((line) => line.path === '/v1/hooks/[secret]'), JSON.stringify(requestLines.map((l) => l.path)))
     const text = log.text()
     for (const token of tokens) assert.ok(!text.includes(token) && !text.includes(token.slice('svc_hook_'.length)), 'a webhook token was logged')
-    assert.ok(!text.includes(API_KEY), 'a credential was logged')
+    assert.ok(!text.includes(API_KEY) && !text.includes(ACCESS_TOKEN), 'a credential was logged')
     const stored = JSON.stringify(await h.t.db.query('select message, fields from platform.function_logs'))
     for (const token of tokens) assert.ok(!stored.includes(token))
   })
