@@ -7,7 +7,7 @@ import { appUrl, deployPage, signInTo } from '../../../test/sign-in-flow.ts'
 import { findAppBySlug, type App } from '../../apps/apps.ts'
 import { findUserByEmail } from '../accounts/users.ts'
 import { platformMigrations } from '../../db/migrate.ts'
-import { isOrganisationAdmin, mayAdministerIntegration, mayUseIntegration } from '../index.ts'
+import { isOrganisationAdmin, mayAdministerIntegration, mayChangeIntegrationAudience, mayUseIntegration } from '../index.ts'
 
 type Person = { token: string; userId: string }
 
@@ -234,6 +234,19 @@ describe(`app roles and integration audiences (${backend})`, () => {
       assert.equal(await mayUse(cy), false)
       assert.equal((await setAudience(ana, { useScope: 'organisation' })).status, 200)
       await setRole(owner, 'ana@acme.test', { role: 'edit' })
+    })
+
+    test('the Administer audience changes the audiences through the API without any app role, as on the integration page', async () => {
+      assert.equal((await api(cy, 'GET', '/v1/apps/vault/integration-audience')).body.error.code, 'APP_NOT_FOUND', 'cy holds no role and is not named')
+      assert.equal((await setAudience(owner, { useScope: 'organisation', administerPeople: ['cy@acme.test'] })).status, 200)
+      assert.equal(await mayChangeIntegrationAudience(h.t.db, { user: (await findUserByEmail(h.t.db, 'cy@acme.test'))!, app: provider }), true)
+      const read = await api(cy, 'GET', '/v1/apps/vault/integration-audience')
+      assert.equal(read.status, 200, read.text)
+      const changed = await setAudience(cy, { useScope: 'organisation', usePeople: [], administerPeople: [] })
+      assert.equal(changed.status, 200, changed.text)
+      assert.deepEqual(changed.body.audience.administerPeople, [], 'cy removed themself')
+      assert.equal((await api(cy, 'GET', '/v1/apps/vault/integration-audience')).body.error.code, 'APP_NOT_FOUND', 'and lost the right at once')
+      assert.equal((await api(cy, 'GET', '/v1/apps/vault/members')).body.error.code, 'APP_NOT_FOUND', 'the audience never reached the app\'s members')
     })
   })
 

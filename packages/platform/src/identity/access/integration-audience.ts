@@ -11,6 +11,7 @@ import { ServiceError } from '../../lib/errors.ts'
 import { isUuid } from '../../lib/ids.ts'
 import type { App } from '../../apps/apps.ts'
 import { findUserByEmail, findUserById, normaliseEmail, type User } from '../accounts/users.ts'
+import { effectiveRole, holdsRole } from './roles.ts'
 
 export type UseScope = 'organisation' | 'people'
 
@@ -68,6 +69,20 @@ export async function mayAdministerIntegration(
   if (!s) return false
   if (s.owner_id === input.user.id) return true
   return sameOrganisation(s) && s.named_administer
+}
+
+/**
+ * Who may change the audiences (the integration page's form and `PUT
+ * /v1/apps/{app}/integration-audience`): the integration's Administer audience, and the app's
+ * own administrators (the Administer role: they manage who reaches the app, and its
+ * integration is part of the app). One rule for both surfaces (decisions.md, "Who changes an
+ * integration's audiences").
+ *
+ * @example
+ *   if (!(await mayChangeIntegrationAudience(db, { user, app }))) throw …
+ */
+export async function mayChangeIntegrationAudience(db: Queryable, input: { user: User; app: App }): Promise<boolean> {
+  return holdsRole(await effectiveRole(db, input), 'administer') || mayAdministerIntegration(db, { user: input.user, providerApp: input.app })
 }
 
 /**

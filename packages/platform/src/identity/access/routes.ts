@@ -1,19 +1,20 @@
 /**
  * Owner API for access (mounted under /v1/apps): the app's members and their roles, the
  * grants API (its alias for Use), and a provider app's integration audiences. Callable by
- * the owner and by people holding Administer on the app.
+ * the owner and by people holding Administer on the app; the audiences also by the
+ * integration's Administer audience (mayChangeIntegrationAudience).
  */
 import { Hono, type Context } from 'hono'
 import type { Db } from '../../db/db.ts'
 import { ServiceError } from '../../lib/errors.ts'
 import { isUuid } from '../../lib/ids.ts'
-import type { App } from '../../apps/apps.ts'
+import { findAppByIdOrSlug, type App } from '../../apps/apps.ts'
 import type { OwnerEnv } from '../accounts/owner-auth.ts'
 import { readObject } from '../../http/json.ts'
 import { grantAccess, listGrants, revokeAccess } from './grants.ts'
 import { findUserByEmail, findUserById, normaliseEmail, type User } from '../accounts/users.ts'
 import { appForRole, findMember, listMembers, memberView, removeMember, roleFromBody, setMemberRole } from './roles.ts'
-import { audienceView, readIntegrationAudience, setIntegrationAudience } from './integration-audience.ts'
+import { audienceView, mayChangeIntegrationAudience, readIntegrationAudience, setIntegrationAudience } from './integration-audience.ts'
 
 function requireConfirmed(user: User): void {
   if (!user.emailConfirmedAt) {
@@ -84,13 +85,21 @@ export function grantRoutes(deps: { db: Db }) {
     return c.body(null, 204)
   })
 
+  /** The app when the caller may change its integration's audiences; otherwise appForRole's answer (APP_NOT_FOUND, or FORBIDDEN for a lower role). */
+  const audienceManaged = async (c: Context<OwnerEnv>): Promise<App> => {
+    const app = await findAppByIdOrSlug(deps.db, c.req.param('appId')!)
+    if (app && await mayChangeIntegrationAudience(deps.db, { user: c.var.user, app })) return app
+    await administered(c)
+    throw new ServiceError('FORBIDDEN', 'only the integration\'s administrators change its audiences')
+  }
+
   routes.get('/:appId/integration-audience', async (c) => {
-    const app = await administered(c)
+    const app = await audienceManaged(c)
     return c.json({ audience: audienceView(await readIntegrationAudience(deps.db, app)) })
   })
   routes.put('/:appId/integration-audience', async (c) => {
     requireConfirmed(c.var.user)
-    const app = await administered(c)
+    const app = await audienceManaged(c)
     const body = await readObject(c)
     await deps.db.transaction((tx) => setIntegrationAudience(tx, { app, by: c.var.user, body }))
     return c.json({ audience: audienceView(await readIntegrationAudience(deps.db, app)) })

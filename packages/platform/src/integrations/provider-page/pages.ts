@@ -1,8 +1,8 @@
 /**
  * The integration page of a provider app (spec 2.6, 4.1, 5.6), on `{auth_url}` beside the
  * connection pages, for the person's browser session: `/apps/:app/integration`.
- * - People who may administer the integration (mayAdministerIntegration) see the contract,
- *   and for an OAuth 2.0 contract the exact redirect URI to register at the external system
+ * - People who may administer the integration (mayChangeIntegrationAudience: its Administer
+ *   audience and the app's administrators) see the contract, and for an OAuth 2.0 contract the exact redirect URI to register at the external system
  *   with the declared authorization URL, client id and scopes; they see and change its Use
  *   and Administer audiences with a CSRF-protected form (`POST …/integration/audience`).
  * - People who may use it (mayUseIntegration) see the contract and who may use it, read only.
@@ -23,7 +23,7 @@ import type { HostUrls } from '../../http/hosts.ts'
 import { findAppByIdOrSlug, type App } from '../../apps/apps.ts'
 import type { IntegrationContract } from '../../manifest/index.ts'
 import {
-  browserSession, confirmFirstPage, csrfToken, findUserById, mayAdministerIntegration, mayUseIntegration, pageErrorHandler, readForm,
+  browserSession, confirmFirstPage, csrfToken, findUserById, mayChangeIntegrationAudience, mayUseIntegration, pageErrorHandler, readForm,
   readIntegrationAudience, setIntegrationAudience, signInFirst, type CookieOptions, type IntegrationAudience, type User,
 } from '../../identity/index.ts'
 import { connectPagePath, managesConnection, toConnection, type Connection } from '../connections/index.ts'
@@ -73,7 +73,7 @@ async function providerIntegration(db: Db, input: { user: User; app: string }): 
   if (ref.length === 0 || ref.length > 100) throw notFound
   const app = await findAppByIdOrSlug(db, ref)
   if (!app || app.status === 'archived' || app.activeReleaseId === null) throw notFound
-  const standing: Standing | null = await mayAdministerIntegration(db, { user: input.user, providerApp: app })
+  const standing: Standing | null = await mayChangeIntegrationAudience(db, { user: input.user, app })
     ? 'administer'
     : await mayUseIntegration(db, { user: input.user, providerApp: app }) ? 'use' : null
   if (standing === null) throw notFound
@@ -227,7 +227,7 @@ export function providerPages(deps: ProviderPageDeps) {
       return integrationPage(c, { deps, user, target, error: error.message, status: error.status, entered })
     }
     deps.logger.info('integration audience changed', { appId: target.app.id, by: user.id, useScope: body.useScope })
-    if (!await mayAdministerIntegration(deps.db, { user, providerApp: target.app })) {
+    if (!await mayChangeIntegrationAudience(deps.db, { user, app: target.app })) {
       return page(c, 'Audiences saved', `<h1>Audiences saved</h1>
         <p>You are no longer in the Administer audience of this integration.</p>`)
     }
