@@ -4,8 +4,10 @@
 // The signature is checked with Web Crypto's crypto.subtle.verify, which compares the MACs
 // in constant time; never by comparing strings. A missing secret is 403, a bad signature 401
 // (the platform passes both to the sender and leaves the connection as it is), a body that
-// is not a change 400.
-import { array, defineFunction, errors, isServiceError, object, string, type FunctionContext } from '@service/server'
+// is not a change 400. A change `{ id, type: "order.updated", order }` is emitted as the
+// event order.updated with `{ order }`, its id the shop's change id, so a sender's retry of
+// the same change creates no second delivery.
+import { array, defineFunction, errors, isServiceError, object, string, type FunctionContext, type JsonObject } from '@service/server'
 
 export const SIGNING_SECRET = 'WEBHOOK_SIGNING_SECRET'
 export const SIGNATURE_HEADER = 'x-orders-signature'
@@ -49,7 +51,7 @@ export default defineFunction({
     body: string(),
     receivedAt: string(),
   }),
-  async handler({ input, secrets }) {
+  async handler({ input, secrets, integration }) {
     const secret = await signingSecret(secrets)
     if (secret === null) {
       throw errors.forbidden('WEBHOOK_NOT_CONFIGURED', 'This connection has no webhook signing secret; someone who manages it enters one on its page')
@@ -64,11 +66,12 @@ export default defineFunction({
     } catch {
       throw errors.badRequest('CHANGE_INVALID', 'The body is not JSON')
     }
-    const { id, type } = (change ?? {}) as { id?: unknown; type?: unknown }
-    if (typeof id !== 'string' || typeof type !== 'string') {
-      throw errors.badRequest('CHANGE_INVALID', 'A change has a string id and type')
+    const { id, type, order } = (change ?? {}) as { id?: unknown; type?: unknown; order?: unknown }
+    if (typeof id !== 'string' || type !== 'order.updated' || typeof order !== 'object' || order === null || Array.isArray(order)) {
+      throw errors.badRequest('CHANGE_INVALID', 'A change is { id, type: "order.updated", order: { ... } }')
     }
-    // Next (issue 13, events): integration.emit({ type, id, data }) once the contract declares the event types.
-    return { received: true, id }
+    if (integration === null) throw errors.badRequest('NOT_A_WEBHOOK', 'This Function runs for a connection\'s webhook')
+    const deliveries = await integration.emit({ type, id, data: { order: order as JsonObject } })
+    return { received: true, id, deliveries }
   },
 })

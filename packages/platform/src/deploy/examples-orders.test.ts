@@ -6,7 +6,8 @@
  * authorize page in real Deno, the callback), binds the consumer's slot with an owner token
  * from the CLI login, and the consumer's Function gets the orders through the broker. The
  * provider's webhook Function accepts only bodies signed with the connection's
- * WEBHOOK_SIGNING_SECRET (HMAC-SHA256, checked with crypto.subtle.verify).
+ * WEBHOOK_SIGNING_SECRET (HMAC-SHA256, checked with crypto.subtle.verify) and emits them as
+ * order.updated events.
  */
 import assert from 'node:assert/strict'
 import { createHmac, randomBytes } from 'node:crypto'
@@ -163,9 +164,10 @@ describe(`the orders examples (${backend})`, () => {
   test('the provider\'s webhook Function takes a change signed with the connection\'s WEBHOOK_SIGNING_SECRET and refuses any other', async () => {
     const id = await connectOrders('Signed shop', { 'value.WEBHOOK_SIGNING_SECRET': SIGNING_SECRET })
     const path = await webhookPath(id)
-    const change = '{"id":"chg_1","type":"order.shipped","order":{"id":"ord_1002"}}'
+    const change = '{"id":"chg_1","type":"order.updated","order":{"id":"ord_1002","status":"shipped"}}'
 
-    assert.deepEqual(await deliver(path, change, signature(SIGNING_SECRET, change)), { status: 200, body: { received: true, id: 'chg_1' } })
+    // No slot subscribes to order.updated: the event is emitted (its type declared), with no delivery.
+    assert.deepEqual(await deliver(path, change, signature(SIGNING_SECRET, change)), { status: 200, body: { received: true, id: 'chg_1', deliveries: 0 } })
 
     const refused = { status: 401, body: { error: { code: 'SIGNATURE_INVALID', message: 'The x-orders-signature header does not sign this body' } } }
     assert.deepEqual(await deliver(path, change, signature('whsec_someone_else', change)), refused, 'signed with another secret')
@@ -173,7 +175,7 @@ describe(`the orders examples (${backend})`, () => {
     assert.deepEqual(await deliver(path, change, signature(SIGNING_SECRET, change).slice(0, -2)), refused, 'a truncated signature')
     assert.deepEqual(await deliver(path, change, 'sha256=not-hex'), refused, 'not hexadecimal')
     assert.deepEqual(await deliver(path, change), refused, 'no signature header')
-    const notChange = '["chg_2"]'
+    const notChange = '{"id":"chg_2","type":"order.deleted","order":{}}'
     assert.equal((await deliver(path, notChange, signature(SIGNING_SECRET, notChange))).body.error.code, 'CHANGE_INVALID')
 
     // The sender was refused, not the connection's credentials: it stays active.
@@ -184,7 +186,7 @@ describe(`the orders examples (${backend})`, () => {
 
   test('a connection without a signing secret refuses webhooks 403 WEBHOOK_NOT_CONFIGURED', async () => {
     const id = await connectOrders('Unsigned shop', {})
-    const change = '{"id":"chg_3","type":"order.shipped"}'
+    const change = '{"id":"chg_3","type":"order.updated","order":{}}'
     const answer = await deliver(await webhookPath(id), change, signature(SIGNING_SECRET, change))
     assert.equal(answer.status, 403)
     assert.equal(answer.body.error.code, 'WEBHOOK_NOT_CONFIGURED')

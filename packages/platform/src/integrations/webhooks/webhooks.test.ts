@@ -4,7 +4,8 @@
  * real HTTP application. Each mapping to the sender (2xx, 401, 403, other 4xx -> 400,
  * untyped failure, timeout and 503 -> 503), the 256 KiB limit (refused before any lookup),
  * header stripping, the exact body, the 404s that cannot be told apart (same status, same
- * body, the same statements run), and the token in no log line.
+ * body, the same statements run), an event emitted from a webhook reaching a subscribed
+ * consumer once, OAuth access tokens, and the token in no log line.
  */
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
@@ -43,6 +44,10 @@ export default defineFunction({
       case 'throw': throw new Error('exploded with ' + key)
       case 'slow': return await new Promise(() => {})
       case 'length': return { bytes: new TextEncoder().encode(input.body).byteLength }
+      case 'emit': {
+        const change = JSON.parse(input.body)
+        return { deliveries: await integration.emit({ type: 'order.created', id: change.id, data: { order: change.order } }) }
+      }
       default: return { input, integration: { connectionId: integration.connectionId, trigger: integration.trigger }, keyDigest: key === null ? null : await hex(key) }
     }
   },
@@ -79,6 +84,10 @@ provides:
         capability: orders.read
         function: listOrders
         description: Lists orders
+    events:
+      - type: order.created
+        capability: orders.read
+        description: An order was placed
 ${webhook ? `    webhook:
       function: hook
 ` : ''}`
@@ -126,6 +135,32 @@ export default defineFunction({
     const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(token ?? ''))
     return { tokenDigest: Array.from(new Uint8Array(digest)).map((b) => b.toString(16).padStart(2, '0')).join('') }
   },
+})
+`
+
+/** A consumer whose `shop` slot subscribes to the orders integration's events. */
+const CONSUMER = `functions:
+  - name: onEvent
+    entrypoint: functions/on-event.ts
+    access: system
+integrations:
+  shop:
+    provider: custom
+    integration: orders
+    account: app
+    cardinality: one
+    capabilities: [orders.read]
+    events:
+      function: onEvent
+`
+
+const ON_EVENT_CODE = `import { defineFunction, object, string } from '@service/server'
+export default defineFunction({
+  input: object({
+    id: string(), type: string(), occurredAt: string(), integration: string(), provider: string(), bindingId: string(),
+    data: object({ order: string() }),
+  }),
+  handler: () => null,
 })
 `
 
@@ -409,6 +444,22 @@ describe(`inbound webhooks (${backend})`, () => {
       error: { code: 'INTEGRATION_RECONNECT_REQUIRED', message: 'this connection must be reconnected before it receives webhooks; try again later' },
     })
     assert.equal(statements.length, 1, `only the lookup ran: ${statements.join('\n')}`)
+  })
+
+  test('the webhook Function may emit: a subscribed consumer\'s handler receives the change once, however often the sender retries it', async () => {
+    assert.equal((await h.request('/v1/apps', { token: alice.token, json: { slug: 'desk', visibility: 'private' } })).status, 201)
+    await deployApp(h, alice.token, 'desk', { 'service.yaml': manifest('desk', CONSUMER, 'private'), 'functions/on-event.ts': ON_EVENT_CODE })
+    const bound = await h.request('/v1/apps/desk/integrations/shop/binding', { token: alice.token, method: 'PUT', json: { connectionId: shopConnectionId } })
+    assert.equal(bound.status, 200, await bound.text())
+    for (const expected of [1, 0]) {
+      const answer = await hook('emit', '{"id":"evt_hook_1","order":"A-7"}')
+      assert.deepEqual([answer.status, answer.body], [200, { deliveries: expected }], 'a retried delivery creates no new one')
+    }
+    h.clock.advance(5000)
+    assert.equal(await h.platform.events.runDue(), 1)
+    const rows = await h.t.db.query<{ state: string; attempts: number }>(
+      `select state, attempts from platform.integration_event_deliveries where event_id = 'evt_hook_1'`)
+    assert.deepEqual(rows.map((r) => [r.state, r.attempts]), [['delivered', 1]])
   })
 
   test('for an OAuth 2.0 contract the webhook Function reads the connection\'s access token under the declared name; a token that cannot be had answers 503', async () => {
