@@ -308,11 +308,16 @@ export default defineFunction({ input: object({ mode: string() }), handler: () =
   test('errors.unauthorized marks the connection Reconnect required; later calls fail the same without invoking the provider', async () => {
     const id = await connection(bob.userId, { kind: 'personal', key: API_KEY })
     assert.equal((await api(bob.token, 'PUT', '/v1/apps/desk/integrations/shop/binding', { connectionId: id })).status, 200)
-    assertCode(await call({ slot: 'shop', mode: 'unauthorized' }), 'INTEGRATION_RECONNECT_REQUIRED', 409)
+    const rejected = await call({ slot: 'shop', mode: 'unauthorized' })
+    assertCode(rejected, 'INTEGRATION_RECONNECT_REQUIRED', 409)
     const rows = await h.t.db.query<{ status: string }>('select status from platform.connections where id = $1', [id])
     assert.equal(rows[0]!.status, 'reconnect_required')
     // 'ok' would succeed if the provider ran.
-    assertCode(await call({ slot: 'shop', mode: 'ok' }), 'INTEGRATION_RECONNECT_REQUIRED', 409)
+    const later = await call({ slot: 'shop', mode: 'ok' })
+    assertCode(later, 'INTEGRATION_RECONNECT_REQUIRED', 409)
+    for (const result of [rejected, later]) {
+      assert.equal(!result.ok && result.error.details.connectUrl, `${AUTH}/connections/${id}`, 'connectUrl is the connection\'s page, where it is reconnected')
+    }
     const listed = await api(bob.token, 'GET', '/v1/apps/desk/integrations')
     assert.equal(listed.body.slots.find((s: any) => s.slot === 'shop').binding.state, 'reconnect_required')
   })

@@ -167,7 +167,7 @@ export function createBroker(deps: BrokerDeps): Broker {
         throw new ServiceError('INTEGRATION_BINDING_SUSPENDED',
           `the binding of "${slotName}" is suspended: the person who bound it may not use "${slot.integration}" now`, { details: { slot: slotName } })
       }
-      if (connection.status === 'reconnect_required') throw reconnectRequired(slotName, connection, connectUrl)
+      if (connection.status === 'reconnect_required') throw reconnectRequired(deps, slotName, connection)
       const secrets = await invocationSecrets(deps, { connection, credentials: facts.credentials, contract: published.contract, requestId: call.requestId })
       const result = await deps.invokeProvider({
         providerAppId: published.providerApp.id,
@@ -180,7 +180,7 @@ export function createBroker(deps: BrokerDeps): Broker {
         timeoutMs: OPERATION_TIMEOUT_MS,
         requestId: call.requestId,
       })
-      return await outcome(deps, { result, slot: slotName, connection, connectUrl })
+      return await outcome(deps, { result, slot: slotName, connection })
     },
   }
 }
@@ -208,14 +208,20 @@ export async function invocationSecrets(
   return secrets
 }
 
-function reconnectRequired(slot: string, connection: Connection, connectUrl: string | null): ServiceError {
+/**
+ * `details.connectUrl` is the connection's page on `{auth_url}`, where the people who manage it
+ * reconnect, for every slot (a `calling_user` slot's connect-and-bind page would only bind
+ * the same connection again), as the refresh's own rejection names it (decisions.md, "OAuth
+ * connections").
+ */
+function reconnectRequired(deps: Pick<BrokerDeps, 'urls'>, slot: string, connection: Connection): ServiceError {
   return new ServiceError('INTEGRATION_RECONNECT_REQUIRED',
     'the connection was rejected by the external system; someone who manages it must replace its credentials',
-    { details: { slot, connectionId: connection.id, ...(connectUrl === null ? {} : { connectUrl }) } })
+    { details: { slot, connectionId: connection.id, connectUrl: `${deps.urls.auth}/connections/${connection.id}` } })
 }
 
 async function outcome(
-  deps: BrokerDeps, input: { result: ProviderResult; slot: string; connection: Connection; connectUrl: string | null },
+  deps: BrokerDeps, input: { result: ProviderResult; slot: string; connection: Connection },
 ): Promise<unknown> {
   const { result, slot } = input
   if (result.ok) {
@@ -236,7 +242,7 @@ async function outcome(
   const error = result.error
   if (error.status === 401) {
     await markReconnectRequired(deps.db, { connectionId: input.connection.id, reason: 'the provider answered unauthorized', at: deps.clock.now() })
-    throw reconnectRequired(slot, input.connection, input.connectUrl)
+    throw reconnectRequired(deps, slot, input.connection)
   }
   if (error.status === 503) {
     throw new ServiceError('INTEGRATION_PROVIDER_UNAVAILABLE', 'the provider is unavailable; try again later', { details: { slot, code: error.code } })

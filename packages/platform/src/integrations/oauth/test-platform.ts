@@ -1,7 +1,7 @@
 /**
  * Test support for OAuth: a platform built like test/harness.ts but with a given
  * `invokeProvider` (or the real one, with loopback opened to Functions by `allowNet`), master key and clock (two platforms over one database share them, as two
- * processes of one deployment do), and a browser signed in at the auth host.
+ * processes of one deployment do), and a second platform process over the same PostgreSQL database.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { createPlatform } from '../../platform.ts'
 import type { ManualClock } from '../../lib/clock.ts'
 import type { Logger } from '../../lib/logger.ts'
+import { openPostgres } from '../../db/postgres.ts'
 import type { TestDb } from '../../../test/test-db.ts'
 import { BASE, type Harness } from '../../../test/harness.ts'
 import type { InvokeProvider } from '../provider-invocation.ts'
@@ -51,3 +52,20 @@ export async function startPlatform(
   }
 }
 
+
+/**
+ * Another platform process of `h`'s deployment: its own pool on `h`'s PostgreSQL database, the
+ * same master key, operator key and clock, as two processes behind one load balancer have.
+ * Closing it closes only its pool. Null on PGlite, whose database one process owns.
+ *
+ * @example
+ * const other = await startSecondProcess(h, { masterKey, logger, allowNet: ['127.0.0.1'] })
+ */
+export async function startSecondProcess(
+  h: Harness,
+  input: { masterKey: Uint8Array; logger: Logger; invokeProvider?: InvokeProvider; allowNet?: readonly string[]; baseUrl?: string },
+): Promise<Harness | null> {
+  if (!h.t.url) return null
+  const pool = openPostgres({ url: h.t.url, maxConnections: 4 })
+  return startPlatform({ db: pool, cleanup: () => pool.close() }, { ...input, clock: h.clock, operatorKey: h.operatorKey })
+}
