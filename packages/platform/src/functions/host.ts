@@ -44,7 +44,8 @@ import { isLogLevel, LOG_BATCH_LINES, writeFunctionLogs } from './context-log.ts
 import { createSecretsContext } from './context-secrets.ts'
 import { redactFailure } from './failures.ts'
 import { compileRoutes, type RouteMatch, type RouteMiss, type RouteTable } from './http-routes.ts'
-import { createFunctionPool, type ContextCall, type FunctionPool, type InvocationMeta, type InvokeResult } from './pool.ts'
+import { createFunctionPool, poolSandbox, type ContextCall, type FunctionPool, type InvocationMeta, type InvokeResult } from './pool.ts'
+import { createSpareWorkers } from './spare-workers.ts'
 import type { WireHttpRoute, WireIntegration } from './protocol.ts'
 
 /** Where `@service/server` resolves inside a worker. */
@@ -96,6 +97,11 @@ export interface FunctionHostDeps {
   readonly poolIdleMs?: number
   /** Most live (not draining) pools; past it the least recently used drains. Default 64. */
   readonly maxPools?: number
+  /**
+   * Deno processes kept started for new pools (FUNCTION_SPARE_WORKERS, spare-workers.ts), so
+   * a pool's first invocation does not wait for Deno to start. Default 0.
+   */
+  readonly spareWorkers?: number
   /** App secrets, for `ctx.secrets` and redaction. */
   readonly secrets: SecretStore
   /** Answers `ctx.jobs` (the jobs feature); without it `ctx.jobs` is NOT_IMPLEMENTED. */
@@ -259,6 +265,18 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
   const maxPools = deps.maxPools ?? DEFAULT_MAX_POOLS
   const reaper = setInterval(() => reapIdle(), REAP_INTERVAL_MS)
   reaper.unref()
+  const sandbox = {
+    sdkEntry: deps.sdkEntry ?? DEFAULT_SDK_ENTRY,
+    denoDir: join(deps.bundlesDir, '.deno'),
+    ...(deps.maxHeapMb === undefined ? {} : { maxHeapMb: deps.maxHeapMb }),
+    ...(deps.allowNet === undefined ? {} : { allowNet: deps.allowNet }),
+  }
+  const spares = (deps.spareWorkers ?? 0) === 0 ? undefined : createSpareWorkers({
+    count: deps.spareWorkers ?? 0,
+    directory: join(deps.bundlesDir, '.workers'),
+    sandbox: poolSandbox(sandbox),
+    logger: deps.logger,
+  })
   let closed = false
 
   function releaseInfo(releaseId: string): Promise<ReleaseInfo> {
@@ -347,6 +365,7 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
           logger: redactingLogger(withFields(deps.logger, { appId: meta.appId, devName: meta.devName || null, releaseId: meta.releaseId }),
             (fields) => secrets.handedOut({ appId: meta.appId, devName: meta.devName }).value(fields)),
           onContextCall: answer,
+          ...(spares === undefined ? {} : { spares }),
         }))
       const created: PoolEntry = {
         key, appId: meta.appId, devName: meta.devName, releaseId: meta.releaseId, pool,
@@ -614,6 +633,7 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
       await Promise.all([
         ...entries.map((entry) => entry.pool.then((pool) => pool.close(), () => {})),
         secrets.close(),
+        spares?.close(),
       ])
     },
   }

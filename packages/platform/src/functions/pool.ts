@@ -72,6 +72,7 @@ import {
 } from './protocol.ts'
 import { createMemoryWatch } from './memory-watch.ts'
 import { workerCommand } from './sandbox.ts'
+import { placeBundle, sandboxKey, type SpareWorkers, type WorkerSandbox } from './spare-workers.ts'
 import { startWorkerProcess, type WorkerProcess } from './worker-process.ts'
 
 /**
@@ -136,9 +137,34 @@ export interface FunctionPoolOptions<Meta extends InvocationMeta = InvocationMet
   readonly memoryBudgetMb?: number
   /** How often a busy worker's resident memory is sampled. Default 100 ms (1 s while idle). */
   readonly memorySampleMs?: number
+  /**
+   * Started Deno processes to take a worker from before starting one (spare-workers.ts):
+   * the release's files are placed in the spare's own directory and the worker runs there.
+   * They must run under this pool's sandbox (`poolSandbox`).
+   */
+  readonly spares?: SpareWorkers
   /** Answers a context call; a thrown error with `code` and `status` reaches the Function as a ServiceError. */
   onContextCall(call: ContextCall<Meta>): Promise<unknown>
   readonly logger: Logger
+}
+
+/**
+ * The sandbox a pool with these options starts its workers under, for the spare workers it
+ * may take (spare-workers.ts).
+ *
+ * @example
+ * const spares = createSpareWorkers({ count: 1, directory, logger, sandbox: poolSandbox({ sdkEntry, denoDir }) })
+ */
+export function poolSandbox(options: Pick<FunctionPoolOptions, 'sdkEntry' | 'denoDir' | 'denoPath' | 'allowNet' | 'denyNet' | 'maxHeapMb'>): WorkerSandbox {
+  const maxHeapMb = options.maxHeapMb ?? DEFAULT_MAX_HEAP_MB
+  return {
+    sdkEntry: options.sdkEntry,
+    denoDir: options.denoDir,
+    denoPath: options.denoPath ?? resolveDenoBinary(),
+    ...(options.allowNet === undefined ? {} : { allowNet: options.allowNet }),
+    ...(options.denyNet === undefined ? {} : { denyNet: options.denyNet }),
+    ...(maxHeapMb === 0 ? {} : { maxHeapMb }),
+  }
 }
 
 export interface InvokeRequest<Meta extends InvocationMeta = InvocationMeta> {
@@ -282,6 +308,10 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
   mkdirSync(options.denoDir, { recursive: true })
   const denoPath = options.denoPath ?? resolveDenoBinary()
   const maxHeapMb = options.maxHeapMb ?? DEFAULT_MAX_HEAP_MB
+  const spares = options.spares
+  if (spares !== undefined && spares.key !== sandboxKey(poolSandbox({ ...options, denoPath }))) {
+    throw new TypeError(`a function pool's spare workers must run under the pool's own sandbox (poolSandbox)`)
+  }
   const command = workerCommand({
     bundleDir,
     sdkEntry: realpathSync(options.sdkEntry),
@@ -334,24 +364,23 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
     const ready = new Promise<boolean>((resolve) => {
       markReady = resolve
     })
-    const child = startWorkerProcess({
-      denoPath,
-      args: command.args,
-      env: command.env,
-      cwd: bundleDir,
-      onMessage: (message, hasBytes, chars) => {
+    const handlers = {
+      onMessage: (message: WorkerMessage, hasBytes: boolean, chars: number) => {
         if (record?.alive) onMessage(record, message, hasBytes, chars)
       },
-      onStderr: (line) => {
+      onStderr: (line: string) => {
         if (record !== undefined && record.memoryExceeded === undefined && OUT_OF_MEMORY_LINE.test(line)) {
           record.memoryExceeded = maxHeapMb === 0 ? 'V8 ran out of memory' : `its JavaScript heap reached the limit of ${maxHeapMb} MiB`
         }
         logger.info('function output', { worker: serial, pid: child.pid, line })
       },
-      onEnd: (reason) => {
+      onEnd: (reason: string) => {
         if (record) workerEnded(record, reason)
       },
-    })
+    }
+    const spare = takeSpare()
+    const child = spare?.process ?? startWorkerProcess({ denoPath, args: command.args, env: command.env, cwd: bundleDir, ...handlers })
+    spare?.attach(handlers)
     record = {
       serial,
       process: child,
@@ -368,8 +397,26 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
     }
     workers.push(record)
     memoryWatch.wake()
-    logger.info('functions worker started', { worker: serial, pid: child.pid, bundleDir })
+    if (spare?.readied === true) {
+      record.readied = true
+      markReady(true)
+    }
+    logger.info('functions worker started', { worker: serial, pid: child.pid, bundleDir, ...(spare === undefined ? {} : { spare: spare.directory }) })
     return record
+  }
+
+  /** A spare worker with this release's files in its directory, or undefined (then a worker starts here). */
+  function takeSpare(): ReturnType<SpareWorkers['take']> {
+    const spare = spares?.take()
+    if (spare === undefined) return undefined
+    try {
+      placeBundle(bundleDir, spare.directory)
+      return spare
+    } catch (error) {
+      logger.warn('functions: could not place the release in a spare worker', { error: messageOf(error) })
+      spare.process.kill('its release could not be placed')
+      return undefined
+    }
   }
 
   function workerEnded(worker: Worker<Meta>, reason: string): void {
