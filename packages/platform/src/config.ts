@@ -47,6 +47,8 @@ export interface Config {
   readonly functionMemoryMb: number
   /** FUNCTION_HEAP_MB: V8 heap limit of a Functions worker; 0 leaves V8's own. */
   readonly functionHeapMb: number
+  /** FUNCTION_SPARE_WORKERS: Deno processes kept started for new Functions pools (cold starts); 0 keeps none. */
+  readonly functionSpareWorkers: number
 }
 
 export class ConfigError extends Error {
@@ -145,5 +147,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     // The defaults are the Functions pool's own (DEFAULT_MEMORY_BUDGET_MB, DEFAULT_MAX_HEAP_MB).
     functionMemoryMb: mebibytes('FUNCTION_MEMORY_MB', env.FUNCTION_MEMORY_MB, { fallback: 512, min: 64 }),
     functionHeapMb: mebibytes('FUNCTION_HEAP_MB', env.FUNCTION_HEAP_MB, { fallback: 256, min: 16 }),
+    functionSpareWorkers: integer('FUNCTION_SPARE_WORKERS', env.FUNCTION_SPARE_WORKERS, 1),
   })
 }

@@ -45,7 +45,7 @@ import { createCronScheduler, cronRoutes, type CronScheduler, type CronScheduler
 
 export interface PlatformDeps {
   config: Pick<Config, 'baseUrl' | 'production' | 'smtpUrl' | 'mailFrom' | 'registration'> &
-    Partial<Pick<Config, 'signInLimits' | 'trustProxy' | 'dataDir' | 'statementTimeoutMs' | 'appConnections' | 'appPoolSize' | 'functionMemoryMb' | 'functionHeapMb'>>
+    Partial<Pick<Config, 'signInLimits' | 'trustProxy' | 'dataDir' | 'statementTimeoutMs' | 'appConnections' | 'appPoolSize' | 'functionMemoryMb' | 'functionHeapMb' | 'functionSpareWorkers'>>
   db: Db
   clock: Clock
   logger: Logger
@@ -180,6 +180,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     events: { emit: (call) => events.emit(call) },
     ...(deps.config.functionMemoryMb === undefined ? {} : { memoryBudgetMb: deps.config.functionMemoryMb }),
     ...(deps.config.functionHeapMb === undefined ? {} : { maxHeapMb: deps.config.functionHeapMb }),
+    ...(deps.config.functionSpareWorkers === undefined ? {} : { spareWorkers: deps.config.functionSpareWorkers }),
     ...(deps.functionsAllowNet === undefined ? {} : { allowNet: deps.functionsAllowNet }),
   })
   const broker = createBroker({
