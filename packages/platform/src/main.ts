@@ -79,6 +79,9 @@ logger.info('integration event delivery worker started')
 // Cron: one process at a time (a lease) turns due occurrences into jobs.
 platform.cron.start()
 logger.info('cron scheduler started')
+// Integration sync: every process evaluates; a lease per connection keeps runs from overlapping.
+platform.sync.start()
+logger.info('integration sync scheduler started')
 
 /**
  * One shutdown step, bounded: a step that fails or hangs is logged and the shutdown goes
@@ -105,6 +108,8 @@ async function shutdown(signal: string) {
   clearInterval(deadlines)
   clearInterval(logRetention)
   await shutdownStep({ name: 'cron', limitMs: 3_000 }, () => platform.cron.stop())
+  // Sync runs still going after 5 s are left to their leases (another process runs the next occurrence).
+  await shutdownStep({ name: 'sync', limitMs: 6_000 }, () => platform.sync.stop())
   // Job attempts and event deliveries in flight end (or are abandoned to their leases) together.
   await Promise.all([
     shutdownStep({ name: 'jobs', limitMs: 21_000 }, () => platform.jobs.stop()),

@@ -42,6 +42,7 @@ import { callFunction, callRoute, createFunctionHost, type FunctionHost } from '
 import { join } from 'node:path'
 import { createJobs, jobRoutes, type Jobs, type JobsOptions } from './jobs/index.ts'
 import { createCronScheduler, cronRoutes, type CronScheduler, type CronSchedulerOptions } from './cron/index.ts'
+import { createSyncScheduler, type SyncScheduler, type SyncSchedulerOptions } from './integrations/sync/index.ts'
 
 export interface PlatformDeps {
   config: Pick<Config, 'baseUrl' | 'production' | 'smtpUrl' | 'mailFrom' | 'registration'> &
@@ -61,6 +62,8 @@ export interface PlatformDeps {
   jobs?: JobsOptions
   /** Cron scheduler tuning (tick interval, lease length). */
   cron?: CronSchedulerOptions
+  /** Integration sync scheduler tuning (tick interval, capacity, lease grace). */
+  sync?: SyncSchedulerOptions
   /** Event delivery worker tuning (capacity, lease grace, poll interval, retry schedule); tests shorten them. */
   events?: DeliveryWorkerOptions
   /** Replaces how OAuth runs a provider's exchange and refresh Functions (tests). */
@@ -85,6 +88,8 @@ export interface Platform {
   jobs: Jobs
   /** The cron scheduler: `start()` runs its loop (main.ts does); tests call `tick()`. */
   cron: CronScheduler
+  /** The integration sync scheduler: `start()` runs its loop in every process (main.ts does); tests call `tick()`. */
+  sync: SyncScheduler
   /** Integration events: `start()` runs the delivery worker and retention purge (main.ts does); tests call `runDue()`. */
   events: IntegrationEvents
   /**
@@ -190,6 +195,12 @@ export function createPlatform(deps: PlatformDeps): Platform {
   })
   const jobs = createJobs({ db, clock, logger, functions, production: deps.config.production, ...deps.jobs })
   const cron = createCronScheduler({ db, clock, logger, ...deps.cron })
+  const sync = createSyncScheduler({
+    db, clock, logger, keyring,
+    invokeProvider: createProviderInvoker({ db, host: () => functions }),
+    accessToken: (input) => oauth.accessTokenFor(input),
+    ...deps.sync,
+  })
 
   // Listens for change notices from its first use until close().
   const appDirectory = createAppDirectory({ db, clock })
@@ -220,12 +231,14 @@ export function createPlatform(deps: PlatformDeps): Platform {
     oauth,
     jobs,
     cron,
+    sync,
     events,
     ready: async () => {
       await appDirectory.listening()
     },
     close: async () => {
       await cron.stop()
+      await sync.stop()
       await jobs.stop()
       await events.stop()
       await Promise.all([functions.close(), appDirectory.close(), appSql.close()])

@@ -4,7 +4,8 @@
  * that is where the person's central session and the CSRF cookie are (decisions.md,
  * "Connections"):
  * - `/connections/new?app=<provider app slug or id>&integration=<name>`: connect;
- * - `/connections/:id`: its managers' page: status, non-secret values, the webhook URL, and
+ * - `/connections/:id`: its managers' page: status, the last sync (when the provider syncs),
+ *   non-secret values, the webhook URL, and
  *   the forms that replace the credentials (reactivating it) or remove it.
  *
  * Every form is CSRF-protected and Origin-checked; secret values are never put back into a
@@ -26,6 +27,7 @@ import {
 } from './connections.ts'
 import type { OAuthPageHooks } from '../oauth/index.ts'
 import { integrationPagePath } from '../provider-page/path.ts'
+import { syncStatus, type SyncStatus } from '../sync/status.ts'
 
 export interface ConnectionPageDeps {
   db: Db
@@ -52,6 +54,23 @@ export function connectPagePath(input: { app: string; integration: string }): st
 }
 
 export const STATUS_TEXT = { active: 'Active', reconnect_required: 'Reconnect required' } as const
+
+const SYNC_OUTCOME_TEXT = { succeeded: 'succeeded', failed: 'failed', timed_out: 'timed out', unauthorized: 'rejected as unauthorized' } as const
+
+function instantText(at: Date): string {
+  return `${at.toISOString().slice(0, 19).replace('T', ' ')} UTC`
+}
+
+/** "Last sync: ..." of a connection whose provider declares a sync (integrations/sync). */
+function lastSyncText(sync: SyncStatus): string {
+  const last = sync.running && sync.lastStartedAt
+    ? `running since ${instantText(sync.lastStartedAt)}`
+    : sync.lastOutcome && sync.lastFinishedAt
+      ? `${instantText(sync.lastFinishedAt)}, ${SYNC_OUTCOME_TEXT[sync.lastOutcome]}${sync.lastError ? ` (${sync.lastError.code}: ${sync.lastError.message})` : ''}`
+      : 'not yet'
+  const next = sync.nextRunAt ? `next ${instantText(sync.nextRunAt)}` : 'stopped until the connection is active and bound into an app'
+  return `${escapeHtml(last)} <span class="muted">(${escapeHtml(next)})</span>`
+}
 
 function enteredValues(values: Record<string, string>): Record<string, string> {
   const entered: Record<string, string> = {}
@@ -108,6 +127,7 @@ async function managePage(c: Context, input: {
     ? await visibleCredentialValues(deps.db, { keyring: deps.keyring, connectionId: connection.id, fields: integration.credentials })
     : new Map<string, string>()
   const token = await readWebhookToken(deps.db, { keyring: deps.keyring, connectionId: connection.id })
+  const sync = await syncStatus(deps.db, { connectionId: connection.id, now: deps.clock.now() })
   const csrf = csrfToken(c, deps.cookies)
   const visible = integration?.credentials.filter((field) => shown.has(field.name)) ?? []
   const integrationName = integration && await mayUseIntegration(deps.db, { user, providerApp: { id: integration.appId } })
@@ -135,6 +155,7 @@ async function managePage(c: Context, input: {
     ${connection.kind === 'personal' ? 'a personal connection' : 'an organisation connection'}.</p>
     <p>Status: <strong id="status">${STATUS_TEXT[connection.status]}</strong>${
       connection.status === 'reconnect_required' && connection.statusReason ? ` <span class="muted">(${escapeHtml(connection.statusReason)})</span>` : ''}</p>
+    ${sync ? `<p>Last sync: <span id="last-sync">${lastSyncText(sync)}</span></p>` : ''}
     ${visible.map((field) => `<p>${escapeHtml(field.label)}: <code>${escapeHtml(shown.get(field.name)!)}</code></p>`).join('\n')}
     <label for="webhook">Webhook URL</label>
     <input id="webhook" readonly value="${escapeHtml(webhookUrl(deps.urls, token))}" autocomplete="off" spellcheck="false">

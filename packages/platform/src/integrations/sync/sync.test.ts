@@ -1,0 +1,379 @@
+/**
+ * Integration sync end to end (spec 2.6 `sync`, 3.2, 4.4, 8) with real Deno Functions: a
+ * provider app "shop" whose contract declares a sync, a consumer app "desk" with a slot for
+ * it, and a sync Function that reports each run to a server in this test (reached on
+ * loopback) and does what the test tells it: succeed, fail, answer unauthorized, or hold
+ * until released. The scheduler is driven by `tick()` under a ManualClock.
+ */
+import assert from 'node:assert/strict'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { randomBytes } from 'node:crypto'
+import { after, before, describe, test } from 'node:test'
+import { backend, createTestDb } from '../../../test/test-db.ts'
+import { manifest, ownerApi, type Harness } from '../../../test/harness.ts'
+import { capturedLog, type CapturedLog } from '../../../test/captured-log.ts'
+import { consumerManifest, deployApp } from '../../../test/integration-fixture.ts'
+import { eventually } from '../../../test/eventually.ts'
+import { AUTH, signedInBrowser } from '../../../test/sign-in-flow.ts'
+import { ManualClock } from '../../lib/clock.ts'
+import { newSecret } from '../../lib/crypto.ts'
+import { findUserById } from '../../identity/index.ts'
+import { findAppBySlug } from '../../apps/apps.ts'
+import { createConnection, findConnection, replaceCredentials, type PublishedIntegration } from '../connections/connections.ts'
+import { startPlatform, startSecondProcess } from '../oauth/test-platform.ts'
+import { syncStatus } from './status.ts'
+
+const API_KEY = 'sk_live_sync_secret_3f9a1c77e0'
+const NEW_KEY = 'sk_live_sync_replaced_b84d2e19'
+
+type Mode = 'ok' | 'fail' | 'unauthorized' | 'hold'
+
+interface Report {
+  input: unknown
+  integration: { connectionId: string; trigger: string; operation: string | null }
+  key: string | null
+  env: string
+}
+
+/** The test's side of the sync Function: records each run and answers what it should do. */
+function startReporter() {
+  const reports: Report[] = []
+  let mode: Mode = 'ok'
+  let active = 0
+  let maxActive = 0
+  let release: () => void = () => {}
+  let held = new Promise<void>((resolve) => { release = resolve })
+  const server: Server = createServer((req, res) => {
+    let body = ''
+    req.on('data', (chunk) => { body += chunk })
+    req.on('end', () => {
+      reports.push(JSON.parse(body) as Report)
+      active += 1
+      maxActive = Math.max(maxActive, active)
+      const answer = mode
+      void (answer === 'hold' ? held : Promise.resolve()).then(() => {
+        active -= 1
+        res.end(answer === 'hold' ? 'ok' : answer)
+      })
+    })
+  })
+  return {
+    server,
+    reports,
+    get active() { return active },
+    get maxActive() { return maxActive },
+    /** Starts counting the most runs at once afresh. */
+    resetMax() { maxActive = active },
+    setMode(next: Mode) { mode = next },
+    /** Lets every held run finish, and holds later ones again. */
+    release() {
+      release()
+      held = new Promise<void>((resolve) => { release = resolve })
+    },
+  }
+}
+
+function providerManifest(port: number, sync: string): string {
+  return `functions:
+  - name: syncImpl
+    entrypoint: functions/sync.ts
+    access: system
+    timeoutSeconds: 900
+  - name: ordersImpl
+    entrypoint: functions/orders.ts
+    access: system
+provides:
+  integration:
+    name: orders
+    title: Orders
+    description: The shop's orders
+    credentials:
+      - name: SHOP_API_KEY
+        label: API key
+    capabilities:
+      - name: orders.read
+        description: Read orders
+    operations:
+      - name: orders.list
+        capability: orders.read
+        function: ordersImpl
+        description: Lists orders
+    sync:
+${sync}
+`.replace('PORT', String(port))
+}
+
+function syncCode(port: number): string {
+  return `import { defineFunction, errors, object } from '@service/server'
+export default defineFunction({
+  input: object({}),
+  async handler({ input, integration, secrets }) {
+    let env = 'readable'
+    try { Deno.env.get('SHOP_API_KEY') } catch { env = 'denied' }
+    const res = await fetch('http://127.0.0.1:${port}/run', {
+      method: 'POST',
+      body: JSON.stringify({
+        input,
+        integration: { connectionId: integration.connectionId, trigger: integration.trigger, operation: integration.operation ?? null },
+        key: await secrets.get('SHOP_API_KEY'),
+        env,
+      }),
+    })
+    const mode = await res.text()
+    if (mode === 'unauthorized') throw errors.unauthorized('KEY_REJECTED', 'the shop rejected the key')
+    if (mode === 'fail') throw errors.badRequest('SHOP_BROKE', 'the shop could not list its orders')
+    return { synced: true }
+  },
+})
+`
+}
+
+const EVERY_15_MINUTES = '      function: syncImpl\n      schedule: "*/15 * * * *"'
+
+describe(`integration sync (${backend})`, () => {
+  let h: Harness
+  let log: CapturedLog
+  let reporter: ReturnType<typeof startReporter>
+  let port: number
+  let alice: { token: string; userId: string } // administrator of Acme, owns the provider app
+  let bob: { token: string; userId: string } // member of Acme, owns the consumer app and the connection
+  let connectionId: string
+  const masterKey = new Uint8Array(randomBytes(32))
+
+  const at = (iso: string) => h.clock.set(iso)
+  async function tick(platform = h) {
+    const done = await platform.platform.sync.tick()
+    await platform.platform.sync.idle()
+    return done
+  }
+  const status = () => syncStatus(h.t.db, { connectionId, now: h.clock.now() })
+  const bind = async () => assert.equal((await ownerApi(h, bob.token, 'PUT', '/v1/apps/desk/integrations/shop/binding', { connectionId })).status, 200)
+  const unbind = async () => assert.equal((await ownerApi(h, bob.token, 'DELETE', '/v1/apps/desk/integrations/shop/binding')).status, 204)
+  const deployProvider = (sync: string) => deployApp(h, alice.token, 'shop', {
+    'service.yaml': manifest('shop', providerManifest(port, sync), 'private'),
+    'functions/sync.ts': syncCode(port),
+    'functions/orders.ts': `import { defineFunction, object } from '@service/server'
+export default defineFunction({ input: object({}), handler: () => [] })
+`,
+  })
+  const orders: PublishedIntegration = {
+    appId: '', appSlug: 'shop', organisationId: '', name: 'orders', title: 'Orders', description: '',
+    credentials: [{ name: 'SHOP_API_KEY', label: 'API key', secret: true, optional: false }], oauth: false,
+  }
+
+  before(async () => {
+    reporter = startReporter()
+    await new Promise<void>((resolve) => reporter.server.listen(0, '127.0.0.1', resolve))
+    port = (reporter.server.address() as AddressInfo).port
+    log = capturedLog('debug')
+    h = await startPlatform(await createTestDb(), {
+      allowNet: ['127.0.0.1'], masterKey, clock: new ManualClock('2026-11-21T12:00:00Z'), operatorKey: newSecret('svc_operator_'), logger: log.logger,
+    })
+    alice = await h.createOwner('alice@acme.test', 'Acme')
+    bob = await h.createOwner('bob@acme.test', 'Acme')
+    assert.equal((await h.request('/v1/apps', { token: alice.token, json: { slug: 'shop', visibility: 'private' } })).status, 201)
+    await deployProvider(EVERY_15_MINUTES)
+    const shop = (await findAppBySlug(h.t.db, 'shop'))!
+    Object.assign(orders, { appId: shop.id, organisationId: shop.organisationId! })
+    assert.equal((await h.request('/v1/apps', { token: bob.token, json: { slug: 'desk', visibility: 'private' } })).status, 201)
+    await deployApp(h, bob.token, 'desk', {
+      'service.yaml': manifest('desk', consumerManifest({ slots: { shop: { integration: 'orders', capabilities: ['orders.read'] } } }), 'private'),
+    })
+    const actor = (await findUserById(h.t.db, bob.userId))!
+    const made = await createConnection({ db: h.t.db, clock: h.clock, keyring: h.platform.connectionKeyring }, {
+      actor, integration: orders, kind: 'personal', label: 'Bob\'s shop', values: { SHOP_API_KEY: API_KEY },
+    })
+    connectionId = made.connection.id
+  })
+  after(async () => {
+    reporter.release()
+    await h.close()
+    await new Promise((resolve) => reporter.server.close(resolve))
+  })
+
+  test('a connection syncs only while bound: first at the first occurrence after the binding, never after the last binding goes', async () => {
+    assert.deepEqual(await tick(), { started: 0, skipped: 0 })
+    assert.equal(await status(), null, 'an unbound connection has no sync')
+    at('2026-11-21T12:20:00Z')
+    assert.equal((await tick()).started, 0, '12:15 passed while unbound')
+    at('2026-11-21T12:22:00Z')
+    await bind()
+    assert.equal((await tick()).started, 0, 'binding does not run at once')
+    assert.deepEqual((await status())?.nextRunAt, new Date('2026-11-21T12:30:00Z'))
+    at('2026-11-21T12:29:59Z')
+    assert.equal((await tick()).started, 0)
+    assert.equal(reporter.reports.length, 0)
+
+    at('2026-11-21T12:30:00Z')
+    assert.equal((await tick()).started, 1)
+    assert.equal((await tick()).started, 0, 'an occurrence runs once')
+    assert.equal(reporter.reports.length, 1)
+    let s = (await status())!
+    assert.equal(s.lastOutcome, 'succeeded')
+    assert.deepEqual(s.lastFinishedAt, new Date('2026-11-21T12:30:00Z'))
+    assert.deepEqual(s.nextRunAt, new Date('2026-11-21T12:45:00Z'))
+    at('2026-11-21T12:45:30Z')
+    assert.equal((await tick()).started, 1)
+    assert.equal(reporter.reports.length, 2)
+
+    at('2026-11-21T12:50:00Z')
+    await unbind()
+    at('2026-11-21T13:00:00Z')
+    assert.deepEqual(await tick(), { started: 0, skipped: 1 })
+    at('2026-11-21T13:15:00Z')
+    assert.deepEqual(await tick(), { started: 0, skipped: 0 })
+    assert.equal(reporter.reports.length, 2, 'no run after the last binding went')
+    s = (await status())!
+    assert.equal(s.nextRunAt, null, 'stopped')
+    assert.equal(s.lastOutcome, 'succeeded', 'the last sync is still shown')
+
+    // The connection's page shows its managers the last sync.
+    const browser = await signedInBrowser(h, 'bob@acme.test')
+    const page = await (await browser.fetch(`${AUTH}/connections/${connectionId}`)).text()
+    assert.match(page, /<span id="last-sync">2026-11-21 12:45:30 UTC, succeeded <span class="muted">\(stopped until the connection is active and bound into an app\)<\/span><\/span>/)
+  })
+
+  test('the sync Function gets input {}, ctx.integration { connectionId, trigger: sync }, and the credential only through ctx.secrets', async () => {
+    const [report] = reporter.reports
+    assert.deepEqual(report, {
+      input: {}, integration: { connectionId, trigger: 'sync', operation: null }, key: API_KEY, env: 'denied',
+    })
+    assert.ok(!log.text().includes(API_KEY), 'the credential is not logged')
+  })
+
+  test('a failed run is not retried: the next occurrence runs', async () => {
+    at('2026-11-21T13:20:00Z')
+    await bind()
+    reporter.setMode('fail')
+    at('2026-11-21T13:30:00Z')
+    assert.equal((await tick()).started, 1)
+    let s = (await status())!
+    assert.equal(s.lastOutcome, 'failed')
+    assert.deepEqual(s.lastError, { code: 'SHOP_BROKE', message: 'the shop could not list its orders' })
+    reporter.setMode('ok')
+    for (const minute of ['31', '35', '44']) {
+      at(`2026-11-21T13:${minute}:00Z`)
+      assert.equal((await tick()).started, 0, `no retry at 13:${minute}`)
+    }
+    at('2026-11-21T13:45:00Z')
+    assert.equal((await tick()).started, 1)
+    s = (await status())!
+    assert.equal(s.lastOutcome, 'succeeded')
+    assert.equal(s.lastError, null)
+    assert.equal((await findConnection(h.t.db, connectionId))?.status, 'active', 'a failure is not a rejection')
+  })
+
+  test('errors.unauthorized marks the connection Reconnect required and stops its sync until someone reconnects it', async () => {
+    reporter.setMode('unauthorized')
+    at('2026-11-21T14:00:00Z')
+    assert.equal((await tick()).started, 1)
+    const connection = (await findConnection(h.t.db, connectionId))!
+    assert.equal(connection.status, 'reconnect_required')
+    assert.equal((await status())?.lastOutcome, 'unauthorized')
+    reporter.setMode('ok')
+    const runs = reporter.reports.length
+    for (const time of ['14:15', '14:30', '14:45']) {
+      at(`2026-11-21T${time}:00Z`)
+      assert.equal((await tick()).started, 0, `no run at ${time} while Reconnect required`)
+    }
+    assert.equal(reporter.reports.length, runs)
+    assert.equal((await status())?.nextRunAt, null)
+
+    at('2026-11-21T14:50:00Z')
+    const actor = (await findUserById(h.t.db, bob.userId))!
+    await replaceCredentials({ db: h.t.db, clock: h.clock, keyring: h.platform.connectionKeyring }, {
+      actor, id: connectionId, integration: orders, values: { SHOP_API_KEY: NEW_KEY },
+    })
+    assert.equal((await tick()).started, 0, 'reconnecting does not run at once')
+    assert.deepEqual((await status())?.nextRunAt, new Date('2026-11-21T15:00:00Z'))
+    at('2026-11-21T15:00:00Z')
+    assert.equal((await tick()).started, 1)
+    assert.equal(reporter.reports.at(-1)?.key, NEW_KEY)
+    assert.equal((await status())?.lastOutcome, 'succeeded')
+  })
+
+  test('never two runs of one connection: a due occurrence waits for the run in progress, then runs once; an expired lease is taken over', async () => {
+    reporter.setMode('hold')
+    at('2026-11-21T15:15:00Z')
+    const runs = reporter.reports.length
+    assert.equal((await h.platform.sync.tick()).started, 1)
+    await eventually(async () => reporter.active === 1, 'the held run reached the reporter', 30_000)
+    at('2026-11-21T15:30:00Z')
+    assert.equal((await h.platform.sync.tick()).started, 0, 'the 15:30 occurrence does not overlap the 15:15 run')
+    assert.equal((await status())?.running, true)
+    reporter.setMode('ok')
+    reporter.release()
+    await h.platform.sync.idle()
+    assert.equal(reporter.maxActive, 1)
+    assert.equal((await tick()).started, 1, 'the occurrence that came due during the run runs once after it')
+    assert.equal((await tick()).started, 0)
+    assert.equal(reporter.reports.length, runs + 2)
+
+    // A run past its timeout and grace (its process presumed dead) no longer holds the connection.
+    reporter.setMode('hold')
+    at('2026-11-21T15:45:00Z')
+    assert.equal((await h.platform.sync.tick()).started, 1)
+    await eventually(async () => reporter.active === 1, 'the held run reached the reporter', 30_000)
+    at('2026-11-21T16:01:00Z')
+    assert.equal((await h.platform.sync.tick()).started, 1, 'taken over once the lease (15 minutes + 60 s) expired')
+    await eventually(async () => reporter.active === 2, 'the second run reached the reporter', 30_000)
+    reporter.setMode('ok')
+    reporter.release()
+    await h.platform.sync.idle()
+    assert.equal(log.withMessage('integration sync: the run ended after its lease was taken over').length, 1)
+    assert.equal((await status())?.running, false)
+  })
+
+  test('two platform processes on one PostgreSQL database never run one connection twice at once', { skip: backend !== 'postgres' && 'PGlite is one process' }, async () => {
+    const other = (await startSecondProcess(h, { masterKey, logger: log.logger, allowNet: ['127.0.0.1'] }))!
+    try {
+      const runs = reporter.reports.length
+      reporter.resetMax()
+      reporter.setMode('hold')
+      at('2026-11-21T16:15:00Z')
+      const ticks = await Promise.all([h.platform.sync.tick(), other.platform.sync.tick(), h.platform.sync.tick(), other.platform.sync.tick()])
+      assert.equal(ticks.reduce((sum, t) => sum + t.started, 0), 1, 'one process claims the occurrence')
+      await eventually(async () => reporter.active === 1, 'the held run reached the reporter', 30_000)
+      at('2026-11-21T16:30:00Z')
+      const during = await Promise.all([h.platform.sync.tick(), other.platform.sync.tick()])
+      assert.equal(during.reduce((sum, t) => sum + t.started, 0), 0, 'neither process starts a second run while the first holds its lease')
+      reporter.setMode('ok')
+      reporter.release()
+      await Promise.all([h.platform.sync.idle(), other.platform.sync.idle()])
+      const afterwards = await Promise.all([h.platform.sync.tick(), other.platform.sync.tick()])
+      await Promise.all([h.platform.sync.idle(), other.platform.sync.idle()])
+      assert.equal(afterwards.reduce((sum, t) => sum + t.started, 0), 1, 'the waiting occurrence runs once')
+      assert.equal(reporter.reports.length, runs + 2)
+      assert.equal(reporter.maxActive, 1, 'never two runs at once')
+    } finally {
+      await other.close()
+    }
+  })
+
+  test('occurrences follow the contract\'s schedule in its time zone, a provider deploy\'s new schedule, the DST rules, and coalesce after downtime', async () => {
+    at('2026-11-21T17:00:00Z')
+    await deployProvider('      function: syncImpl\n      schedule: "30 2 * * *"\n      timezone: Europe/Berlin')
+    at('2026-11-21T17:05:00Z')
+    assert.equal((await tick()).started, 0)
+    assert.deepEqual((await status())?.nextRunAt, new Date('2026-11-22T01:30:00Z'), '02:30 in Berlin is 01:30 UTC in winter')
+    const runs = reporter.reports.length
+    at('2026-11-22T01:29:59Z')
+    assert.equal((await tick()).started, 0)
+    at('2026-11-22T01:30:00Z')
+    assert.equal((await tick()).started, 1)
+
+    // Down from the 22nd to the 27th of March: one run, the latest occurrence of the last 24 hours.
+    at('2027-03-27T12:00:00Z')
+    assert.equal((await tick()).started, 1)
+    assert.equal((await tick()).started, 0)
+    assert.equal(reporter.reports.length, runs + 2)
+    // On the 28th 02:30 does not exist in Berlin (02:00 -> 03:00): the run is at 03:00 CEST.
+    assert.deepEqual((await status())?.nextRunAt, new Date('2027-03-28T01:00:00Z'))
+    at('2027-03-28T00:59:00Z')
+    assert.equal((await tick()).started, 0)
+    at('2027-03-28T01:00:00Z')
+    assert.equal((await tick()).started, 1)
+    assert.deepEqual((await status())?.nextRunAt, new Date('2027-03-29T00:30:00Z'), '02:30 CEST')
+  })
+})
