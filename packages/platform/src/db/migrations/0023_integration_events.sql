@@ -12,7 +12,7 @@ create table platform.integration_event_deliveries (
   consumer_app_id uuid not null references platform.apps (id) on delete cascade,
   slot text not null,
   provider_app_id uuid not null,
-  -- The provider app's slug when the event was emitted (the handler's `provider`).
+  -- The slot's `provider` (`custom`) when the event was emitted: the handler's `provider`.
   provider text not null,
   integration_name text not null,
   connection_id uuid not null,

@@ -9,8 +9,8 @@
  *   finished attempt, and a poll every `pollIntervalMs` (retries becoming due, PGlite or a
  *   lost connection missing a notice).
  * - Claims: `for update skip locked`, oldest due first; the attempt is counted in the claim.
- *   The lease is the default Function timeout (30 s) plus `leaseGraceSeconds`, lengthened
- *   before the handler runs when its Function's timeout is longer. A process that dies
+ *   The lease is the default Function timeout (30 s) plus `leaseGraceSeconds`, set to the
+ *   handler Function's own timeout plus the grace before it runs when that differs. A process that dies
  *   leaves its deliveries `running` until the lease expires; then any process counts the
  *   attempt as failed (INTEGRATION_EVENT_LEASE_EXPIRED) and schedules the retry. A result
  *   is written only while the attempt is still the delivery's current one.
@@ -27,17 +27,17 @@
 import { hostname } from 'node:os'
 import { randomUUID } from 'node:crypto'
 import type { Db } from '../../db/db.ts'
-import { findAppByIdOrSlug } from '../../apps/apps.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { coerceError, type ErrorCode } from '../../lib/errors.ts'
 import type { Logger } from '../../lib/logger.ts'
 import { failureResponse, type FunctionFailure, type FunctionHost } from '../../functions/index.ts'
+import type { IntegrationSlot } from '../../manifest/index.ts'
 import { eventEnvelope } from './envelope.ts'
 import {
-  claimDeliveries, EVENTS_CHANNEL, extendLease, markDelivered, markFailed, markNotStarted, purgeFinished, recoverExpiredLeases,
-  selectPublished, selectRunningSlot, type ClaimedDelivery, type DeliveryError,
+  claimDeliveries, EVENTS_CHANNEL, setLease, markDelivered, markFailed, markNotStarted, purgeFinished, recoverExpiredLeases,
+  selectSlot, type ClaimedDelivery, type DeliveryError,
 } from './queries.ts'
-import { bindingReceives, slotHandler, type Refusal } from './subscription.ts'
+import { bindingReceives, receivingFacts, slotHandler, type Refusal } from './subscription.ts'
 
 /**
  * The wait after each failed attempt, in seconds: 10 s, 30 s, 1, 2, 5, 10, 20, 30, 45 and
@@ -46,10 +46,11 @@ import { bindingReceives, slotHandler, type Refusal } from './subscription.ts'
 export const RETRY_DELAYS_SECONDS: readonly number[] = [10, 30, 60, 120, 300, 600, 1200, 1800, 2700, 3600]
 /** Delivery records are kept this long after they end (spec 8: 14 days). */
 export const DELIVERY_RETENTION_MS = 14 * 24 * 60 * 60 * 1000
-/** The handler time a claim's lease covers before it is lengthened (the default Function timeout). */
+/** The handler time a claim's lease covers until the handler's own timeout is known (the default Function timeout). */
 const CLAIM_HANDLER_SECONDS = 30
 const MAX_ERROR_MESSAGE = 1000
 const PURGE_BATCH = 1000
+const MAX_CACHED_SLOTS = 256
 
 export interface DeliveryWorkerOptions {
   /** Most attempts this process runs at once. Default 16. */
@@ -120,6 +121,20 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   let poll: ReturnType<typeof setInterval> | undefined
   let purgeTimer: ReturnType<typeof setInterval> | undefined
   let unlisten: (() => Promise<void>) | undefined
+  /** Slot declarations by release and slot (a release never changes). */
+  const slots = new Map<string, Promise<IntegrationSlot | null>>()
+
+  function slotOf(releaseId: string, slot: string): Promise<IntegrationSlot | null> {
+    const key = `${releaseId}:${slot}`
+    let entry = slots.get(key)
+    if (entry === undefined) {
+      if (slots.size >= MAX_CACHED_SLOTS) slots.delete(slots.keys().next().value!)
+      entry = selectSlot(db, { releaseId, slot })
+      entry.catch(() => slots.delete(key))
+      slots.set(key, entry)
+    }
+    return entry
+  }
 
   /** The retry time after attempt `attempt` failed, or null past the schedule. */
   function retryAt(attempt: number): Date | null {
@@ -135,8 +150,9 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   async function attempt(delivery: ClaimedDelivery): Promise<void> {
     const ids = { id: delivery.id, attempt: delivery.attempts }
     try {
-      const app = await findAppByIdOrSlug(db, delivery.consumer_app_id)
-      if (app === null) return // deleted: its deliveries went with it
+      const facts = await receivingFacts(db, { consumerAppId: delivery.consumer_app_id, slot: delivery.slot, integration: delivery.integration_name })
+      if (facts === null) return // the app was deleted: its deliveries went with it
+      const app = facts.consumer
       if (app.status !== 'active') {
         await markFailed(db, {
           ...ids, now: clock.now(), retryAt: retryAt(delivery.attempts),
@@ -144,25 +160,17 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
         })
         return
       }
-      const slot = slotHandler(await selectRunningSlot(db, { appId: app.id, slot: delivery.slot }),
-        { integration: delivery.integration_name, type: delivery.type })
+      const declaration = app.activeReleaseId === null ? null : await slotOf(app.activeReleaseId, delivery.slot)
+      const slot = slotHandler(declaration, { integration: delivery.integration_name, type: delivery.type })
       if (!('handler' in slot)) return await refuse(delivery, slot)
-      const published = await selectPublished(db, delivery.provider_app_id)
-      const declared = published?.contract.name === delivery.integration_name ? published.contract.events.find((e) => e.type === delivery.type) : undefined
-      if (!declared) {
-        return await refuse(delivery, { code: 'INTEGRATION_EVENT_TYPE_NOT_DECLARED', message: `the integration no longer declares the event type "${delivery.type}"` })
-      }
-      const receives = await bindingReceives({ db, clock }, {
-        consumerAppId: app.id, slot: delivery.slot, integration: delivery.integration_name, bindingId: delivery.binding_id,
-        providerAppId: delivery.provider_app_id, capability: declared.capability,
-      })
+      const receives = await bindingReceives({ db, clock }, facts, { bindingId: delivery.binding_id, providerAppId: delivery.provider_app_id, type: delivery.type })
       if (receives !== true) return await refuse(delivery, receives)
       const fn = await deps.host().resolve(app, slot.handler)
       if (fn === null || fn.declaration.access !== 'system') {
         return await refuse(delivery, { code: 'FUNCTION_NOT_FOUND' satisfies ErrorCode, message: `the slot's events.function "${slot.handler}" is not a declared system Function` })
       }
-      if (fn.declaration.timeoutSeconds > CLAIM_HANDLER_SECONDS) {
-        await extendLease(db, { ...ids, until: new Date(clock.now().getTime() + (fn.declaration.timeoutSeconds + grace) * 1000) })
+      if (fn.declaration.timeoutSeconds !== CLAIM_HANDLER_SECONDS) {
+        await setLease(db, { ...ids, until: new Date(clock.now().getTime() + (fn.declaration.timeoutSeconds + grace) * 1000) })
       }
       const result = await deps.host().run(fn, {
         input: eventEnvelope({
@@ -195,7 +203,8 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   }
 
   async function claim(limit: number): Promise<ClaimedDelivery[]> {
-    return await db.transaction((tx) => claimDeliveries(tx, { now: clock.now(), limit, owner, leaseSeconds: CLAIM_HANDLER_SECONDS + grace }))
+    // One statement (select for update skip locked, then update): its own transaction.
+    return await claimDeliveries(db, { now: clock.now(), limit, owner, leaseSeconds: CLAIM_HANDLER_SECONDS + grace })
   }
 
   function launch(delivery: ClaimedDelivery): Promise<void> {

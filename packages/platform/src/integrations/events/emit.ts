@@ -18,8 +18,8 @@ import type { Db } from '../../db/db.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { ServiceError } from '../../lib/errors.ts'
 import type { IntegrationContract } from '../../manifest/index.ts'
-import { insertDeliveries, selectCandidates, selectConnectionTarget, selectPublished, selectReleaseContract, type NewDelivery } from './queries.ts'
-import { bindingReceives, slotHandler } from './subscription.ts'
+import { insertDeliveries, selectEmitFacts, selectReleaseContract, type NewDelivery } from './queries.ts'
+import { bindingReceives, receivingFacts, slotHandler } from './subscription.ts'
 
 /** Largest `data` (compact JSON, UTF-8 bytes; spec 8). */
 export const MAX_EVENT_DATA_BYTES = 64 * 1024
@@ -114,32 +114,33 @@ export async function emitEvent(deps: { db: Db; clock: Clock }, call: EmitCall):
     declared(await selectReleaseContract(deps.db, call.releaseId), event.type)
     return 0
   }
-  const published = await selectPublished(deps.db, call.appId)
-  if (!published) {
+  const connectionId = call.integration.connectionId
+  const facts = await selectEmitFacts(deps.db, { providerAppId: call.appId, connectionId })
+  if (!facts) {
     throw new ServiceError('INTEGRATION_EMIT_UNAVAILABLE', 'the provider app publishes no integration now (is it active?)')
   }
-  const { capability } = declared(published.contract, event.type)
-  const connectionId = call.integration.connectionId
-  const target = await selectConnectionTarget(deps.db, connectionId)
-  if (!target || target.provider_app_id !== call.appId || target.integration_name !== published.contract.name) return 0
+  const contract = facts.contract
+  const { capability } = declared(contract, event.type)
+  const target = facts.connection
+  if (!target || target.provider_app_id !== call.appId || target.integration_name !== contract.name) return 0
   const deliveries: NewDelivery[] = []
-  for (const candidate of await selectCandidates(deps.db, connectionId)) {
-    const slot = slotHandler(candidate.declaration, { integration: published.contract.name, type: event.type })
+  for (const candidate of facts.candidates) {
+    const slot = slotHandler(candidate.declaration, { integration: contract.name, type: event.type })
     if (!('handler' in slot)) continue
     if (!candidate.capabilities.includes(capability)) continue
-    const receives = await bindingReceives(deps, {
-      consumerAppId: candidate.consumer_app_id, slot: candidate.slot, integration: published.contract.name, bindingId: candidate.binding_id,
-      providerAppId: call.appId, capability,
+    const live = await receivingFacts(deps.db, { consumerAppId: candidate.consumer_app_id, slot: candidate.slot, integration: contract.name })
+    if (!live || (await bindingReceives(deps, live, { bindingId: candidate.binding_id, providerAppId: call.appId, type: event.type })) !== true) continue
+    deliveries.push({
+      id: randomUUID(), bindingId: candidate.binding_id, consumerAppId: candidate.consumer_app_id, slot: candidate.slot,
+      provider: candidate.declaration?.provider ?? 'custom',
     })
-    if (receives !== true) continue
-    deliveries.push({ id: randomUUID(), bindingId: candidate.binding_id, consumerAppId: candidate.consumer_app_id, slot: candidate.slot })
   }
   if (deliveries.length === 0) return 0
-  const now = deps.clock.now()
-  return await deps.db.transaction((tx) => insertDeliveries(tx, {
+  // One statement: one transaction, all deliveries or none.
+  return await insertDeliveries(deps.db, {
     deliveries,
     event,
-    source: { providerAppId: call.appId, provider: published.slug, integration: published.contract.name, connectionId },
-    now,
-  }))
+    source: { providerAppId: call.appId, integration: contract.name, connectionId },
+    now: deps.clock.now(),
+  })
 }

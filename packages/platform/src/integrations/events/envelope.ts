@@ -18,7 +18,7 @@ export interface EventEnvelope {
   readonly occurredAt: string
   /** The consumer's slot name. */
   readonly integration: string
-  /** The provider app's slug. */
+  /** The slot's `provider`: `custom` for organisation-built integrations (spec 2.7). */
   readonly provider: string
   readonly bindingId: string
   readonly data: Record<string, unknown>
@@ -26,7 +26,7 @@ export interface EventEnvelope {
 
 /**
  * @example
- * eventEnvelope({ id: 'c-1', type: 'contact.created', occurredAt: new Date(), slot: 'crm', provider: 'contacts-app', bindingId, data: {} })
+ * eventEnvelope({ id: 'c-1', type: 'contact.created', occurredAt: new Date(), slot: 'crm', provider: 'custom', bindingId, data: {} })
  */
 export function eventEnvelope(input: {
   id: string; type: string; occurredAt: Date; slot: string; provider: string; bindingId: string; data: Record<string, unknown>

@@ -262,7 +262,7 @@ describe(`integration events (${backend})`, () => {
     const got = (await received('desk')).filter((r) => r.event_id === event)
     assert.equal(got.length, 1)
     assert.deepEqual(got[0]!.input, {
-      id: event, type: 'order.created', occurredAt: emittedAt, integration: 'shop', provider: 'shop', bindingId, data: { order: 'B-7' },
+      id: event, type: 'order.created', occurredAt: emittedAt, integration: 'shop', provider: 'custom', bindingId, data: { order: 'B-7' },
     })
     assert.equal(got[0]!.anonymous, true, 'ctx.user is null: the app\'s system identity')
     const rows = await deliveries('event_id = $1', [event])
@@ -345,6 +345,20 @@ describe(`integration events (${backend})`, () => {
     assert.equal((await received('team')).length, 0)
   })
 
+  test('a slot that no longer subscribes to the type at attempt time (a deploy in between) fails the delivery without retry', async () => {
+    await h.platform.events.runDue()
+    const event = id('unsubscribed')
+    assert.deepEqual(await emitAs('sync', orgConnection, [{ type: 'order.shipped', id: event, data: { order: 'U-1' } }]), [3])
+    await deployApp(h, bob.token, 'typed', consumerFiles('typed', consumer({ capabilities: ['orders.read', 'orders.write'], events: '      function: onEvent\n      types: [order.created]\n' })))
+    assert.equal(await h.platform.events.runDue(), 3)
+    const apps = new Map((await h.t.db.query<{ id: string; slug: string }>('select id, slug from platform.apps')).map((a) => [a.id, a.slug]))
+    const rows = await deliveries('event_id = $1', [event])
+    assert.deepEqual(rows.map((r) => [apps.get(r.consumer_app_id), r.state, r.attempts, r.last_error?.code ?? null]).sort(), [
+      ['desk', 'delivered', 1, null], ['narrow', 'delivered', 1, null], ['typed', 'failed', 1, 'INTEGRATION_EVENT_NOT_SUBSCRIBED'],
+    ])
+    assert.equal((await received('typed')).filter((r) => r.event_id === event).length, 0)
+  })
+
   test('at least once: a handler failing its first attempts is retried on the schedule, across a deploy of the consumer, until delivered', async () => {
     const event = id('retry')
     assert.deepEqual(await emitAs('sync', orgConnection, [{ type: 'order.refunded', id: event, data: { order: 'T-1', failFirst: 2 } }]), [1])
@@ -394,10 +408,10 @@ describe(`integration events (${backend})`, () => {
     const item = first.body.deliveries[0]
     assert.deepEqual(Object.keys(item).sort(), [
       'attempts', 'bindingId', 'createdAt', 'deliveredAt', 'eventId', 'finishedAt', 'id', 'integration', 'lastError', 'nextAttemptAt',
-      'occurredAt', 'provider', 'slot', 'state', 'type',
+      'occurredAt', 'provider', 'providerAppId', 'slot', 'state', 'type',
     ])
     assert.equal(first.text.includes('"data"'), false)
-    assert.deepEqual([item.type, item.slot, item.provider, item.state, item.attempts], ['order.refunded', 'shop', 'shop', 'waiting', 0])
+    assert.deepEqual([item.type, item.slot, item.provider, item.state, item.attempts], ['order.refunded', 'shop', 'custom', 'waiting', 0])
     const second = await api(bob.token, 'GET', `/v1/apps/desk/integration-events?limit=2&nextCursor=${first.body.nextCursor}`)
     assert.equal(second.body.deliveries[0].eventId, ids[0])
     assert.equal(second.body.deliveries.length, 2)

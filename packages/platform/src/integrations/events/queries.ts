@@ -49,23 +49,11 @@ export interface ClaimedDelivery extends DeliveryRow {
 const COLUMNS = `id, binding_id, consumer_app_id, slot, provider_app_id, provider, integration_name, connection_id, event_id, type,
   occurred_at, state, attempts, last_error, run_at, created_at, updated_at, delivered_at, finished_at`
 
-/** The contract the provider app publishes now (production emission) and the app's slug. */
-export async function selectPublished(db: Queryable, providerAppId: string): Promise<{ contract: IntegrationContract; slug: string } | undefined> {
-  return first(db,
-    `select c.contract, a.slug from platform.integration_contracts c join platform.apps a on a.id = c.app_id where c.app_id = $1`,
-    [providerAppId])
-}
-
 /** The contract a release declares (a development revision's), or null. */
 export async function selectReleaseContract(db: Queryable, releaseId: string): Promise<IntegrationContract | null> {
   const row = await first<{ contract: IntegrationContract | null }>(db,
     `select manifest -> 'provides' -> 'integration' as contract from platform.releases where id = $1`, [releaseId])
   return row?.contract ?? null
-}
-
-/** The connection an invocation runs for: its provider app and integration. */
-export async function selectConnectionTarget(db: Queryable, connectionId: string): Promise<{ provider_app_id: string; integration_name: string } | undefined> {
-  return first(db, 'select provider_app_id, integration_name from platform.connections where id = $1', [connectionId])
 }
 
 export interface CandidateRow extends Record<string, unknown> {
@@ -77,25 +65,36 @@ export interface CandidateRow extends Record<string, unknown> {
   declaration: IntegrationSlot | null
 }
 
-/** The live `account: app` bindings of a connection, with each consumer's running slot declaration. */
-export async function selectCandidates(db: Queryable, connectionId: string): Promise<CandidateRow[]> {
-  return db.query<CandidateRow>(
-    `select b.id as binding_id, b.consumer_app_id, b.slot, b.capabilities, r.manifest -> 'integrations' -> b.slot as declaration
-       from platform.integration_bindings b
-       join platform.apps a on a.id = b.consumer_app_id
-       left join platform.releases r on r.id = a.active_release_id
-      where b.connection_id = $1 and b.status = 'active' and b.user_id is null
-      order by b.id
-      limit 1000`,
-    [connectionId])
+export interface EmitFacts extends Record<string, unknown> {
+  /** The contract the provider app publishes now. */
+  contract: IntegrationContract
+  /** The invocation's connection: its provider app and integration (null: gone). */
+  connection: { provider_app_id: string; integration_name: string } | null
+  /** The connection's live `account: app` bindings, with each consumer's running slot declaration (at most 1000). */
+  candidates: CandidateRow[]
 }
 
-/** The slot `slot` of the app's active production release (null: no release, or no such slot). */
-export async function selectRunningSlot(db: Queryable, key: { appId: string; slot: string }): Promise<IntegrationSlot | null> {
+/** What an emission needs, in one statement; undefined when the provider app publishes no integration. */
+export async function selectEmitFacts(db: Queryable, key: { providerAppId: string; connectionId: string }): Promise<EmitFacts | undefined> {
+  return first<EmitFacts>(db,
+    `select c.contract,
+            (select to_jsonb(x) from (select provider_app_id, integration_name from platform.connections where id = $2) x) as connection,
+            coalesce((
+              select jsonb_agg(jsonb_build_object('binding_id', b.id, 'consumer_app_id', b.consumer_app_id, 'slot', b.slot,
+                                                 'capabilities', b.capabilities, 'declaration', r.manifest -> 'integrations' -> b.slot))
+                from (select * from platform.integration_bindings
+                       where connection_id = $2 and status = 'active' and user_id is null order by id limit 1000) b
+                join platform.apps a on a.id = b.consumer_app_id
+                left join platform.releases r on r.id = a.active_release_id
+            ), '[]'::jsonb) as candidates
+       from platform.integration_contracts c where c.app_id = $1`,
+    [key.providerAppId, key.connectionId])
+}
+
+/** The slot `slot` as the release `releaseId` declares it (null: no such slot). */
+export async function selectSlot(db: Queryable, key: { releaseId: string; slot: string }): Promise<IntegrationSlot | null> {
   const row = await first<{ declaration: IntegrationSlot | null }>(db,
-    `select r.manifest -> 'integrations' -> $2::text as declaration
-       from platform.apps a join platform.releases r on r.id = a.active_release_id where a.id = $1`,
-    [key.appId, key.slot])
+    `select manifest -> 'integrations' -> $2::text as declaration from platform.releases where id = $1`, [key.releaseId, key.slot])
   return row?.declaration ?? null
 }
 
@@ -104,6 +103,8 @@ export interface NewDelivery {
   readonly bindingId: string
   readonly consumerAppId: string
   readonly slot: string
+  /** The slot's `provider` (`custom`). */
+  readonly provider: string
 }
 
 /**
@@ -116,7 +117,7 @@ export async function insertDeliveries(
   input: {
     deliveries: readonly NewDelivery[]
     event: { id: string; type: string; data: Record<string, unknown> }
-    source: { providerAppId: string; provider: string; integration: string; connectionId: string }
+    source: { providerAppId: string; integration: string; connectionId: string }
     now: Date
   },
 ): Promise<number> {
@@ -126,14 +127,14 @@ export async function insertDeliveries(
        insert into platform.integration_event_deliveries
          (id, binding_id, consumer_app_id, slot, provider_app_id, provider, integration_name, connection_id, event_id, type,
           occurred_at, data, state, run_at, created_at, updated_at)
-       select d.id, d.binding_id, d.consumer_app_id, d.slot, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, 'waiting', $11, $11, $11
-         from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[]) as d (id, binding_id, consumer_app_id, slot)
+       select d.id, d.binding_id, d.consumer_app_id, d.slot, $5, d.provider, $7, $8, $9, $10, $11, $12::jsonb, 'waiting', $11, $11, $11
+         from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $6::text[]) as d (id, binding_id, consumer_app_id, slot, provider)
        on conflict (binding_id, event_id) do nothing
        returning 1
      ), counted as (select count(*)::int as n from inserted)
      select n as inserted, (select count(*) from (select pg_notify('${EVENTS_CHANNEL}', '') from counted where n > 0) x) as notified from counted`,
     [deliveries.map((d) => d.id), deliveries.map((d) => d.bindingId), deliveries.map((d) => d.consumerAppId), deliveries.map((d) => d.slot),
-      source.providerAppId, source.provider, source.integration, source.connectionId, event.id, event.type, input.now, JSON.stringify(event.data)],
+      source.providerAppId, deliveries.map((d) => d.provider), source.integration, source.connectionId, event.id, event.type, input.now, JSON.stringify(event.data)],
   )
   return rows[0]?.inserted ?? 0
 }
@@ -159,8 +160,8 @@ export async function claimDeliveries(
   )
 }
 
-/** Lengthens a running attempt's lease (a handler whose timeout is longer than the claim's lease). */
-export async function extendLease(db: Queryable, input: { id: string; attempt: number; until: Date }): Promise<void> {
+/** Sets a running attempt's lease to the handler's own timeout plus the grace. */
+export async function setLease(db: Queryable, input: { id: string; attempt: number; until: Date }): Promise<void> {
   await db.query(
     `update platform.integration_event_deliveries set lease_expires_at = $3
       where id = $1 and attempts = $2 and state = 'running'`,

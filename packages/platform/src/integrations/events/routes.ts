@@ -20,8 +20,11 @@ export interface DeliveryView {
   readonly eventId: string
   readonly type: string
   readonly slot: string
+  /** The slot's `provider` (`custom`), as the handler receives it. */
   readonly provider: string
+  /** The published integration's name and the app that provides it. */
   readonly integration: string
+  readonly providerAppId: string
   readonly bindingId: string
   readonly state: DeliveryState
   readonly attempts: number
@@ -40,7 +43,7 @@ function iso(value: Date | string | null): string | null {
 
 export function deliveryView(row: DeliveryRow): DeliveryView {
   return {
-    id: row.id, eventId: row.event_id, type: row.type, slot: row.slot, provider: row.provider, integration: row.integration_name,
+    id: row.id, eventId: row.event_id, type: row.type, slot: row.slot, provider: row.provider, integration: row.integration_name, providerAppId: row.provider_app_id,
     bindingId: row.binding_id, state: row.state, attempts: row.attempts, lastError: row.last_error,
     occurredAt: iso(row.occurred_at)!, createdAt: iso(row.created_at)!, deliveredAt: iso(row.delivered_at), finishedAt: iso(row.finished_at),
     nextAttemptAt: row.state === 'waiting' ? iso(row.run_at) : null,

@@ -10,7 +10,7 @@ import type { Db } from '../../db/db.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { ErrorCode } from '../../lib/errors.ts'
 import type { IntegrationSlot } from '../../manifest/index.ts'
-import { callFacts, settleStanding } from '../bindings/index.ts'
+import { callFacts, settleStanding, type CallFacts } from '../bindings/index.ts'
 
 /** Why a binding does not receive an event. */
 export interface Refusal {
@@ -32,26 +32,38 @@ export function slotHandler(slot: IntegrationSlot | null, event: { integration: 
 }
 
 /**
- * Whether the binding `bindingId` of the consumer's slot is the slot's live binding, stands
- * active now (revoking it for good when it must, like a broker call) and grants `capability`
- * of the provider `providerAppId`'s contract. One statement (bindings' callFacts).
+ * The live facts of the consumer's slot binding (bindings' callFacts: one statement): the
+ * consumer app, the contract its organisation publishes under the integration, the slot's
+ * live binding and its standing facts. Null when the app is gone.
+ */
+export async function receivingFacts(db: Db, input: { consumerAppId: string; slot: string; integration: string }): Promise<CallFacts | null> {
+  return await callFacts(db, { appId: input.consumerAppId, integration: input.integration, slot: input.slot, userId: null })
+}
+
+/**
+ * Whether the binding `bindingId` is still the slot's live binding, reaches the provider
+ * `providerAppId`'s published contract, which declares `type`, stands active now (revoking
+ * it for good when it must, like a broker call) and grants the type's capability.
  */
 export async function bindingReceives(
   deps: { db: Db; clock: Clock },
-  input: { consumerAppId: string; slot: string; integration: string; bindingId: string; providerAppId: string; capability: string },
+  facts: CallFacts,
+  input: { bindingId: string; providerAppId: string; type: string },
 ): Promise<true | Refusal> {
-  const facts = await callFacts(deps.db, { appId: input.consumerAppId, integration: input.integration, slot: input.slot, userId: null })
-  if (!facts || !facts.binding || facts.binding.id !== input.bindingId) {
+  if (!facts.binding || facts.binding.id !== input.bindingId) {
     return { code: 'INTEGRATION_NOT_BOUND', message: 'the slot is no longer bound by this binding' }
   }
-  if (!facts.published || facts.published.providerApp.id !== input.providerAppId || !facts.standing) {
-    return { code: 'INTEGRATION_BINDING_SUSPENDED', message: 'the binding no longer reaches this provider\'s integration' }
+  if (!facts.published || facts.published.providerApp.id !== input.providerAppId) {
+    return { code: 'INTEGRATION_NOT_FOUND', message: 'the provider app no longer publishes the integration to the consumer\'s organisation' }
   }
+  const event = facts.published.contract.events.find((e) => e.type === input.type)
+  if (!event) return { code: 'INTEGRATION_EVENT_TYPE_NOT_DECLARED', message: `the integration no longer declares the event type "${input.type}"` }
+  if (!facts.standing) return { code: 'INTEGRATION_NOT_BOUND', message: 'the binding\'s connection is gone' }
   const standing = await settleStanding(deps, facts.standing)
   if (standing === 'revoked') return { code: 'INTEGRATION_BINDING_REVOKED', message: 'the binding was revoked' }
   if (standing === 'suspended') return { code: 'INTEGRATION_BINDING_SUSPENDED', message: 'the binding is suspended: the person who bound it may not use the integration now' }
-  if (!facts.binding.capabilities.includes(input.capability)) {
-    return { code: 'INTEGRATION_CAPABILITY_NOT_GRANTED', message: `the binding does not grant "${input.capability}"` }
+  if (!facts.binding.capabilities.includes(event.capability)) {
+    return { code: 'INTEGRATION_CAPABILITY_NOT_GRANTED', message: `the binding does not grant "${event.capability}"` }
   }
   return true
 }
