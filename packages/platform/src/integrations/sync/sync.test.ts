@@ -148,8 +148,8 @@ describe(`integration sync (${backend})`, () => {
     return done
   }
   const status = () => syncStatus(h.t.db, { connectionId, now: h.clock.now() })
-  const bind = async () => assert.equal((await ownerApi(h, bob.token, 'PUT', '/v1/apps/desk/integrations/shop/binding', { connectionId })).status, 200)
-  const unbind = async () => assert.equal((await ownerApi(h, bob.token, 'DELETE', '/v1/apps/desk/integrations/shop/binding')).status, 204)
+  const bind = async (app = 'desk') => assert.equal((await ownerApi(h, bob.token, 'PUT', `/v1/apps/${app}/integrations/shop/binding`, { connectionId })).status, 200)
+  const unbind = async (app = 'desk') => assert.equal((await ownerApi(h, bob.token, 'DELETE', `/v1/apps/${app}/integrations/shop/binding`)).status, 204)
   const deployProvider = (sync: string) => deployApp(h, alice.token, 'shop', {
     'service.yaml': manifest('shop', providerManifest(port, sync), 'private'),
     'functions/sync.ts': syncCode(port),
@@ -176,10 +176,12 @@ export default defineFunction({ input: object({}), handler: () => [] })
     await deployProvider(EVERY_15_MINUTES)
     const shop = (await findAppBySlug(h.t.db, 'shop'))!
     Object.assign(orders, { appId: shop.id, organisationId: shop.organisationId! })
-    assert.equal((await h.request('/v1/apps', { token: bob.token, json: { slug: 'desk', visibility: 'private' } })).status, 201)
-    await deployApp(h, bob.token, 'desk', {
-      'service.yaml': manifest('desk', consumerManifest({ slots: { shop: { integration: 'orders', capabilities: ['orders.read'] } } }), 'private'),
-    })
+    for (const desk of ['desk', 'desk2']) {
+      assert.equal((await h.request('/v1/apps', { token: bob.token, json: { slug: desk, visibility: 'private' } })).status, 201)
+      await deployApp(h, bob.token, desk, {
+        'service.yaml': manifest(desk, consumerManifest({ slots: { shop: { integration: 'orders', capabilities: ['orders.read'] } } }), 'private'),
+      })
+    }
     const actor = (await findUserById(h.t.db, bob.userId))!
     const made = await createConnection({ db: h.t.db, clock: h.clock, keyring: h.platform.connectionKeyring }, {
       actor, integration: orders, kind: 'personal', label: 'Bob\'s shop', values: { SHOP_API_KEY: API_KEY },
@@ -217,13 +219,21 @@ export default defineFunction({ input: object({}), handler: () => [] })
     assert.equal((await tick()).started, 1)
     assert.equal(reporter.reports.length, 2)
 
+    // Bound into a second app, then unbound from the first: it still syncs, once per occurrence.
+    at('2026-11-21T12:46:00Z')
+    await bind('desk2')
     at('2026-11-21T12:50:00Z')
-    await unbind()
+    await unbind('desk')
     at('2026-11-21T13:00:00Z')
-    assert.deepEqual(await tick(), { started: 0, skipped: 1 })
+    assert.deepEqual(await tick(), { started: 1, skipped: 0 })
+    assert.equal(reporter.reports.length, 3)
+    at('2026-11-21T13:05:00Z')
+    await unbind('desk2')
     at('2026-11-21T13:15:00Z')
+    assert.deepEqual(await tick(), { started: 0, skipped: 1 })
+    at('2026-11-21T13:30:00Z')
     assert.deepEqual(await tick(), { started: 0, skipped: 0 })
-    assert.equal(reporter.reports.length, 2, 'no run after the last binding went')
+    assert.equal(reporter.reports.length, 3, 'no run after the last binding went')
     s = (await status())!
     assert.equal(s.nextRunAt, null, 'stopped')
     assert.equal(s.lastOutcome, 'succeeded', 'the last sync is still shown')
@@ -231,7 +241,7 @@ export default defineFunction({ input: object({}), handler: () => [] })
     // The connection's page shows its managers the last sync.
     const browser = await signedInBrowser(h, 'bob@acme.test')
     const page = await (await browser.fetch(`${AUTH}/connections/${connectionId}`)).text()
-    assert.match(page, /<span id="last-sync">2026-11-21 12:45:30 UTC, succeeded <span class="muted">\(stopped until the connection is active and bound into an app\)<\/span><\/span>/)
+    assert.match(page, /<span id="last-sync">2026-11-21 13:00:00 UTC, succeeded <span class="muted">\(stopped until the connection is active and bound into an app\)<\/span><\/span>/)
   })
 
   test('the sync Function gets input {}, ctx.integration { connectionId, trigger: sync }, and the credential only through ctx.secrets', async () => {
@@ -243,20 +253,20 @@ export default defineFunction({ input: object({}), handler: () => [] })
   })
 
   test('a failed run is not retried: the next occurrence runs', async () => {
-    at('2026-11-21T13:20:00Z')
+    at('2026-11-21T13:31:00Z')
     await bind()
     reporter.setMode('fail')
-    at('2026-11-21T13:30:00Z')
+    at('2026-11-21T13:45:00Z')
     assert.equal((await tick()).started, 1)
     let s = (await status())!
     assert.equal(s.lastOutcome, 'failed')
     assert.deepEqual(s.lastError, { code: 'SHOP_BROKE', message: 'the shop could not list its orders' })
     reporter.setMode('ok')
-    for (const minute of ['31', '35', '44']) {
+    for (const minute of ['46', '50', '59']) {
       at(`2026-11-21T13:${minute}:00Z`)
       assert.equal((await tick()).started, 0, `no retry at 13:${minute}`)
     }
-    at('2026-11-21T13:45:00Z')
+    at('2026-11-21T14:00:00Z')
     assert.equal((await tick()).started, 1)
     s = (await status())!
     assert.equal(s.lastOutcome, 'succeeded')
@@ -266,14 +276,14 @@ export default defineFunction({ input: object({}), handler: () => [] })
 
   test('errors.unauthorized marks the connection Reconnect required and stops its sync until someone reconnects it', async () => {
     reporter.setMode('unauthorized')
-    at('2026-11-21T14:00:00Z')
+    at('2026-11-21T14:15:00Z')
     assert.equal((await tick()).started, 1)
     const connection = (await findConnection(h.t.db, connectionId))!
     assert.equal(connection.status, 'reconnect_required')
     assert.equal((await status())?.lastOutcome, 'unauthorized')
     reporter.setMode('ok')
     const runs = reporter.reports.length
-    for (const time of ['14:15', '14:30', '14:45']) {
+    for (const time of ['14:30', '14:45']) {
       at(`2026-11-21T${time}:00Z`)
       assert.equal((await tick()).started, 0, `no run at ${time} while Reconnect required`)
     }
@@ -351,10 +361,37 @@ export default defineFunction({ input: object({}), handler: () => [] })
     }
   })
 
-  test('occurrences follow the contract\'s schedule in its time zone, a provider deploy\'s new schedule, the DST rules, and coalesce after downtime', async () => {
+  test('a binding that is only suspended does not count; an inactive provider app stops the sync, which catches up once when it is active again', async () => {
+    at('2026-11-21T16:40:00Z')
+    await tick() // whatever the backends' previous tests left due
+    const runs = reporter.reports.length
+    const narrowed = await ownerApi(h, alice.token, 'PUT', '/v1/apps/shop/integration-audience', { useScope: 'people', usePeople: ['alice@acme.test'] })
+    assert.equal(narrowed.status, 200, narrowed.text)
+    at('2026-11-21T16:45:00Z')
+    assert.deepEqual(await tick(), { started: 0, skipped: 1 }, 'bob, who bound the slot, may not use the integration now')
+    assert.equal((await ownerApi(h, alice.token, 'PUT', '/v1/apps/shop/integration-audience', { useScope: 'organisation' })).status, 200)
     at('2026-11-21T17:00:00Z')
+    assert.equal((await tick()).started, 1, 'restored with the audience')
+    assert.equal(reporter.reports.length, runs + 1)
+
+    await h.t.db.query(`update platform.apps set status = 'suspended' where slug = 'shop'`)
+    at('2026-11-21T17:15:00Z')
+    assert.deepEqual(await tick(), { started: 0, skipped: 1 })
+    assert.equal((await status())?.nextRunAt, null, 'stopped while the provider app is not active')
+    at('2026-11-21T17:30:00Z')
+    assert.deepEqual(await tick(), { started: 0, skipped: 0 })
+    await h.t.db.query(`update platform.apps set status = 'active' where slug = 'shop'`)
+    at('2026-11-21T17:50:00Z')
+    assert.equal((await tick()).started, 1, 'the latest missed occurrence (17:45) runs once')
+    assert.equal((await tick()).started, 0)
+    assert.deepEqual((await status())?.nextRunAt, new Date('2026-11-21T18:00:00Z'))
+    assert.equal(reporter.reports.length, runs + 2)
+  })
+
+  test('occurrences follow the contract\'s schedule in its time zone, a provider deploy\'s new schedule, the DST rules, and coalesce after downtime', async () => {
+    at('2026-11-21T18:00:00Z')
     await deployProvider('      function: syncImpl\n      schedule: "30 2 * * *"\n      timezone: Europe/Berlin')
-    at('2026-11-21T17:05:00Z')
+    at('2026-11-21T18:05:00Z')
     assert.equal((await tick()).started, 0)
     assert.deepEqual((await status())?.nextRunAt, new Date('2026-11-22T01:30:00Z'), '02:30 in Berlin is 01:30 UTC in winter')
     const runs = reporter.reports.length
