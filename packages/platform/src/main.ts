@@ -108,12 +108,12 @@ async function shutdown(signal: string) {
   clearInterval(deadlines)
   clearInterval(logRetention)
   await shutdownStep({ name: 'cron', limitMs: 3_000 }, () => platform.cron.stop())
-  // Sync runs still going after 5 s are left to their leases (another process runs the next occurrence).
-  await shutdownStep({ name: 'sync', limitMs: 6_000 }, () => platform.sync.stop())
-  // Job attempts and event deliveries in flight end (or are abandoned to their leases) together.
+  // Job attempts, event deliveries and sync runs in flight end (or are abandoned to their leases) together.
   await Promise.all([
     shutdownStep({ name: 'jobs', limitMs: 21_000 }, () => platform.jobs.stop()),
     shutdownStep({ name: 'events', limitMs: 21_000 }, () => platform.events.stop()),
+    // Sync runs still going after 5 s are left to their leases (another process runs the next occurrence).
+    shutdownStep({ name: 'sync', limitMs: 6_000 }, () => platform.sync.stop()),
   ])
   server.close()
   await shutdownStep({ name: 'platform', limitMs: 3_000 }, () => platform.close())
