@@ -21,6 +21,7 @@ import { createSchemaCache } from '../data-api/index.ts'
 import { silentLogger } from '../lib/logger.ts'
 import { createSecretStore } from '../secrets/index.ts'
 import { createFunctionHost } from './host.ts'
+import { recordingLogger } from './test-bundle.ts'
 
 const YAML = `functions:
   - name: slow
@@ -183,6 +184,33 @@ describe(`Functions host: pools across deploys (${backend})`, () => {
       assert.deepEqual(host.stats(), { live: 1, draining: 0 })
       assert.deepEqual(await host.run((await host.resolve(versions, 'fast'))!, { input: {}, user: null }), { ok: true, value: 10 })
       assert.deepEqual(host.stats(), { live: 1, draining: 0 })
+    } finally {
+      await host.close()
+      rmSync(bundlesDir, { recursive: true, force: true })
+    }
+  })
+
+  test('with spare workers, each new pool takes a Deno process started before it, and no two pools share one', async () => {
+    const bundlesDir = mkdtempSync(join(tmpdir(), 'service-host-spares-'))
+    const logger = recordingLogger()
+    const host = createFunctionHost({
+      db: h.t.db, clock: h.clock, logger, schemas: createSchemaCache(), bundlesDir, spareWorkers: 1,
+      secrets: createSecretStore({ db: h.t.db, clock: h.clock, key: new Uint8Array(32).fill(1) }),
+    })
+    const started = (message: string) => logger.lines.filter((line) => line.message === message).map((line) => line.fields?.pid)
+    try {
+      const [firstSpare] = started('spare functions worker started')
+      assert.ok(firstSpare !== undefined, 'the spare starts with the host')
+      const versions = (await findAppBySlug(h.t.db, 'versions'))!
+      const other = (await findAppBySlug(h.t.db, 'other'))!
+      assert.deepEqual(await host.run((await host.resolve(versions, 'fast'))!, { input: {}, user: null }), { ok: true, value: 10 })
+      assert.deepEqual(await host.run((await host.resolve(other, 'fast'))!, { input: {}, user: null }), { ok: true, value: 1 })
+      const spares = started('spare functions worker started')
+      const workers = logger.lines.filter((line) => line.message === 'functions worker started')
+      assert.equal(workers.length, 2)
+      assert.ok(workers.every((line) => typeof line.fields?.spare === 'string'), 'both pools took a spare')
+      assert.deepEqual(workers.map((line) => line.fields?.pid), spares.slice(0, 2))
+      assert.notEqual(workers[0]?.fields?.spare, workers[1]?.fields?.spare)
     } finally {
       await host.close()
       rmSync(bundlesDir, { recursive: true, force: true })
