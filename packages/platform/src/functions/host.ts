@@ -146,7 +146,7 @@ export interface IntegrationsContextCall {
 export interface IntegrationRunOptions {
   readonly context: WireIntegration
   readonly secrets: Readonly<Record<string, string>>
-  /** Whether `ctx.integration.emit` may be called (provider-invocation.ts `mayEmit`); absent: false. */
+  /** Whether `ctx.integration.emit` may be called (provider-invocation.ts `mayEmit`); absent: unless the trigger is `oauth`. */
   readonly mayEmit?: boolean
 }
 
@@ -589,7 +589,8 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
       }
       if (options.integration !== undefined) {
         overlays.set(meta, options.integration.secrets)
-        if (options.integration.mayEmit === true) emitters.add(meta)
+        // Absent: as the trigger allows (operation, sync, webhook; never OAuth exchange or refresh).
+        if (options.integration.mayEmit ?? options.integration.context.trigger !== 'oauth') emitters.add(meta)
         secrets.rememberHanded({ appId: meta.appId, devName }, Object.values(options.integration.secrets))
       }
       const timeoutMs = options.timeoutMs ?? fn.declaration.timeoutSeconds * 1000

@@ -448,7 +448,8 @@ describe(`integration events (${backend})`, () => {
         { type: 'order.nope', id: id('dev'), data: {} },
       ]) },
       user: null,
-      integration: { context: { connectionId: orgConnection, trigger: 'sync' }, secrets: {}, mayEmit: true },
+      // As development mode's invocations pass it: without mayEmit, the trigger decides.
+      integration: { context: { connectionId: orgConnection, trigger: 'sync' }, secrets: {} },
     })
     assert.ok(result.ok, JSON.stringify(result))
     assert.deepEqual((result.value as any).out, [0, 0, { code: 'INTEGRATION_EVENT_TYPE_NOT_DECLARED', status: 400 }])
