@@ -29,7 +29,7 @@ import { connectionKeyring, connectionPages, connectionRoutes, type ConnectionKe
 import { customIntegrationRoutes } from './integrations/index.ts'
 import { createOAuth, type OAuth } from './integrations/oauth/index.ts'
 import type { InvokeProvider } from './integrations/provider-invocation.ts'
-import { bindPages, bindingRoutes } from './integrations/bindings/index.ts'
+import { bindAfterConnect, bindPages, bindingRoutes } from './integrations/bindings/index.ts'
 import { providerPages } from './integrations/provider-page/index.ts'
 import { createBroker } from './integrations/broker.ts'
 import { devIntegrationRoutes } from './integrations/dev/index.ts'
@@ -121,6 +121,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
 
   const oauth = createOAuth({
     db, clock, logger, urls, cookies, keyring,
+    bindAfterConnect: (input) => bindAfterConnect({ db, clock }, input),
     invokeProvider: deps.invokeProvider ?? createProviderInvoker({ db, host: () => functions }),
   })
 
@@ -172,7 +173,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   })
   auth.route('/', appTokenPages({ db, clock, logger, urls, cookies, revealKey }))
   auth.route('/', cliLoginPages({ db, clock, logger, urls, cookies }))
-  auth.route('/', bindPages({ db, clock, logger, urls, cookies, keyring }))
+  auth.route('/', bindPages({ db, clock, logger, urls, cookies, keyring, oauth: oauth.pageHooks }))
   auth.route('/', oauth.pages)
   auth.route('/', connectionPages({ db, clock, logger, urls, cookies, keyring, oauth: oauth.pageHooks }))
   auth.route('/', providerPages({ db, clock, logger, urls, cookies }))

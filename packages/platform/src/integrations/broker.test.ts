@@ -19,6 +19,7 @@ import { findAppBySlug } from '../apps/apps.ts'
 import { createConnection } from './connections/connections.ts'
 import { insertConnection } from './connections/queries.ts'
 import { storeTokens } from './oauth/tokens.ts'
+import { activeBinding, bindAfterConnect, unbindSlot } from './bindings/index.ts'
 import { isRetryable } from '../jobs/dispatcher.ts'
 import { signIn } from '../../test/data-fixture.ts'
 import { consumerManifest, deployApp } from '../../test/integration-fixture.ts'
@@ -268,6 +269,21 @@ export default defineFunction({ input: object({ mode: string() }), handler: () =
     assert.equal(others.body.error.code, 'CONNECTION_NOT_FOUND')
     // Eve, of another organisation, sees no such app.
     assert.equal((await api(eve.token, 'GET', '/v1/apps/desk/integrations')).body.error.code, 'APP_NOT_FOUND')
+  })
+
+  test('a connection an OAuth flow made is bound at its end only into a calling_user slot of the person\'s organisation (checked again then)', async () => {
+    const bobs = await connection(bob.userId, { kind: 'personal', key: API_KEY })
+    const actor = (await findUserById(h.t.db, bob.userId))!
+    const deps = { db: h.t.db, clock: h.clock }
+    // An app's slot needs Edit and the API: a flow row naming one binds nothing.
+    const appSlot = await activeBinding(h.t.db, { appId: deskId, slot: 'shop', userId: null })
+    await assert.rejects(bindAfterConnect(deps, { actor, connectionId: bobs, bind: { appId: deskId, slot: 'shop' } }), { code: 'SLOT_NOT_FOUND' })
+    assert.deepEqual(await activeBinding(h.t.db, { appId: deskId, slot: 'shop', userId: null }), appSlot)
+    const eveUser = (await findUserById(h.t.db, eve.userId))!
+    await assert.rejects(bindAfterConnect(deps, { actor: eveUser, connectionId: bobs, bind: { appId: deskId, slot: 'my_shop' } }), { code: 'APP_NOT_FOUND' })
+    assert.deepEqual(await bindAfterConnect(deps, { actor, connectionId: bobs, bind: { appId: deskId, slot: 'my_shop' } }), { appSlug: 'desk' })
+    assert.equal((await activeBinding(h.t.db, { appId: deskId, slot: 'my_shop', userId: bob.userId }))?.connectionId, bobs)
+    await unbindSlot(h.t.db, { actor, app: (await findAppBySlug(h.t.db, 'desk'))!, slot: 'my_shop' })
   })
 
   test('an organisation connection is bound by anyone who may use the integration, into an app they may Edit', async () => {

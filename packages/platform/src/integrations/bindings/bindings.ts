@@ -16,7 +16,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { Db, Queryable } from '../../db/db.ts'
-import type { App } from '../../apps/apps.ts'
+import { findAppByIdOrSlug, type App } from '../../apps/apps.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { ServiceError } from '../../lib/errors.ts'
 import type { IntegrationContract, IntegrationSlot, Manifest } from '../../manifest/index.ts'
@@ -139,6 +139,28 @@ export async function bindSlot(
     })
   })
   return (await activeBinding(deps.db, { appId: app.id, slot: input.slot, userId }))!
+}
+
+/**
+ * Binds a connection an OAuth flow just made into the `calling_user` slot whose
+ * connect-and-bind page started the flow: the same rules as binding on the page, checked
+ * now (the person may have lost the app or the slot meanwhile). The app's slug back, for
+ * the page that says so.
+ */
+export async function bindAfterConnect(
+  deps: BindingDeps, input: { actor: User; connectionId: string; bind: { appId: string; slot: string } },
+): Promise<{ appSlug: string }> {
+  const app = await findAppByIdOrSlug(deps.db, input.bind.appId)
+  if (!app || app.organisationId === null || app.organisationId !== input.actor.organisationId) {
+    throw new ServiceError('APP_NOT_FOUND', 'the app you connected for is no longer in your organisation')
+  }
+  // Only a slot each person binds for themself, as on the page (an app's slot needs Edit and the API).
+  const slots = await slotsOf(deps.db, app)
+  if (!Object.hasOwn(slots, input.bind.slot) || slots[input.bind.slot]!.account !== 'calling_user') {
+    throw new ServiceError('SLOT_NOT_FOUND', `the app "${app.slug}" has no slot "${input.bind.slot}" that each person connects`)
+  }
+  await bindSlot(deps, { actor: input.actor, app, slot: input.bind.slot, connectionId: input.connectionId, via: 'page' })
+  return { appSlug: app.slug }
 }
 
 /** Unbinds the slot (the app's binding, or `actor`'s own for a `calling_user` slot); BINDING_NOT_FOUND when unbound. */

@@ -3,8 +3,9 @@
  * `details.connectUrl`): `/integrations/connect?app=<consumer app>&slot=<calling_user slot>`.
  * The signed-in person binds the slot for themself in one step: to one of their own
  * personal connections of the slot's integration, or to a new one whose credentials they
- * enter here (the same fields as the connections page). Never an agent: a person's browser
- * session, a CSRF token and the auth origin are required.
+ * enter here (the same fields as the connections page), or, for an OAuth 2.0 integration, a
+ * new one made by signing in at the provider, whose callback binds it. Never an agent: a
+ * person's browser session, a CSRF token and the auth origin are required.
  */
 import { Hono, type Context } from 'hono'
 import type { Db } from '../../db/db.ts'
@@ -23,6 +24,7 @@ import { createConnection } from '../connections/connections.ts'
 import { bindSlot, publishedContract, slotsOf } from './bindings.ts'
 import { selectOwnConnections } from './queries.ts'
 import type { IntegrationSlot } from '../../manifest/index.ts'
+import type { OAuthPageHooks } from '../oauth/index.ts'
 
 export interface BindPageDeps {
   db: Db
@@ -31,6 +33,8 @@ export interface BindPageDeps {
   urls: HostUrls
   cookies: CookieOptions
   keyring: ConnectionKeyring
+  /** Starts an OAuth 2.0 flow whose callback binds the new connection (integrations/oauth `pageHooks`). */
+  oauth?: OAuthPageHooks
 }
 
 const VALUE_PREFIX = 'value.'
@@ -86,23 +90,24 @@ async function bindPage(c: Context, input: {
         `<option value="${escapeHtml(row.id)}">${escapeHtml(row.label)}${row.status === 'reconnect_required' ? ' (reconnect required)' : ''}</option>`).join('')}</select>
       <button>Use it</button>
     </form>`
-  const fresh = integration.oauth
-    ? `<p class="muted">This integration connects by signing in with the provider: <a href="/connections/new?app=${
-      encodeURIComponent(integration.appSlug)}&amp;integration=${encodeURIComponent(integration.name)}">connect it</a>, then come back here.</p>`
+  // With OAuth 2.0 the button leads to the provider's sign-in, and the callback binds the new connection here (oauth/pages.ts).
+  const oauth = integration.oauth && deps.oauth !== undefined
+  const fresh = integration.oauth && !oauth
+    ? '<p class="muted">This integration connects by signing in with the provider, which this platform does not offer here.</p>'
     : `<h2>${own.length === 0 ? 'Connect your account' : 'Or connect another account'}</h2>
     <form method="post" action="/integrations/connect">${common}
       <label for="label">Name of this connection</label>
       <input id="label" name="label" required maxlength="100" value="${escapeHtml(input.label ?? '')}">
       ${integration.credentials.map((field) => `<label for="f-${escapeHtml(field.name)}">${escapeHtml(field.label)}${field.optional ? ' <span class="muted">(optional)</span>' : ''}</label>
       <input id="f-${escapeHtml(field.name)}" name="${escapeHtml(VALUE_PREFIX + field.name)}" type="${field.secret ? 'password' : 'text'}" autocomplete="off" spellcheck="false"${field.optional ? '' : ' required'}>`).join('\n')}
-      <button>Connect and use in ${escapeHtml(input.app.slug)}</button>
+      <button>${oauth ? `Sign in with ${escapeHtml(integration.title)} and use it in` : 'Connect and use in'} ${escapeHtml(input.app.slug)}</button>
     </form>`
   return page(c, `Connect ${integration.title}`, `<h1>Connect ${escapeHtml(integration.title)} for ${escapeHtml(input.app.slug)}</h1>
     <p>The app <strong>${escapeHtml(input.app.slug)}</strong> uses <strong>${escapeHtml(integration.title)}</strong> with your own account.
     Values are stored encrypted and never shown again; the app calls the integration without seeing them.</p>
     ${input.error ? `<p class="error">${escapeHtml(input.error)}</p>` : ''}
     ${existing}
-    ${fresh}`, { status: input.status ?? 200 })
+    ${fresh}`, { status: input.status ?? 200, ...(oauth ? { formAction: await deps.oauth!.formAction(integration) } : {}) })
 }
 
 export function bindPages(deps: BindPageDeps) {
@@ -129,6 +134,12 @@ export function bindPages(deps: BindPageDeps) {
       const entered: Record<string, string> = {}
       for (const [key, value] of Object.entries(values)) if (key.startsWith(VALUE_PREFIX)) entered[key.slice(VALUE_PREFIX.length)] = value
       try {
+        if (integration.oauth && deps.oauth) {
+          // Signing in at the provider; its callback makes the connection and binds it (bindAfterConnect).
+          return await deps.oauth.start(c, {
+            actor: user, integration, kind: 'personal', label: values.label ?? '', values: entered, bind: { appId: app.id, slot: slotName },
+          })
+        }
         const { connection } = await createConnection(deps, { actor: user, integration, kind: 'personal', label: values.label ?? '', values: entered })
         connectionId = connection.id
         deps.logger.info('connection created', { connectionId, integration: integration.name, providerAppId: integration.appId, kind: 'personal' })

@@ -1,8 +1,8 @@
 /**
  * Connecting with OAuth 2.0 (spec 2.6 `authorization`, 4.4, 5.6): the authorization-code flow
  * with PKCE. `startFlow` records the flow (state, verifier, the values entered before signing
- * in, the person and the connection it will make or reconnect) and returns where the browser
- * goes; `finishFlow` takes the callback's `code` back, checks the flow is this browser's and
+ * in, the person, the connection it will make or reconnect, and the slot to bind a new one
+ * into when it started on the connect-and-bind page) and returns where the browser goes; `finishFlow` takes the callback's `code` back, checks the flow is this browser's and
  * this person's, has the provider's `exchange` Function trade the code for tokens, and stores
  * them sealed with the connection in one transaction. The platform never calls a token
  * endpoint itself.
@@ -47,6 +47,18 @@ function flowPurpose(stateHash: string): string {
   return `oauth-flow:${stateHash}`
 }
 
+/** A consumer app's `calling_user` slot a new connection is bound into when the flow ends (the connect-and-bind page). */
+export interface FlowBinding {
+  readonly appId: string
+  readonly slot: string
+}
+
+/** What a finished flow made, and where to bind it. */
+export interface FinishedFlow {
+  readonly connection: Connection
+  readonly bind: FlowBinding | null
+}
+
 /** The authorization of an integration that declares one, or INTEGRATION_NOT_FOUND. */
 export async function requireAuthorization(db: Db, integration: PublishedIntegration): Promise<OAuthAuthorization> {
   const authorization = await activeAuthorization(db, { providerAppId: integration.appId, integration: integration.name })
@@ -67,7 +79,7 @@ export async function startFlow(
   deps: OAuthDeps,
   input: {
     actor: Actor; integration: PublishedIntegration; values: Readonly<Record<string, string>>; browserSecret: string
-  } & ({ kind: ConnectionKind; label: string; reconnect?: undefined } | { reconnect: string; kind?: undefined; label?: undefined }),
+  } & ({ kind: ConnectionKind; label: string; reconnect?: undefined; bind?: FlowBinding } | { reconnect: string; kind?: undefined; label?: undefined; bind?: undefined }),
 ): Promise<string> {
   const { actor, integration } = input
   const authorization = await requireAuthorization(deps.db, integration)
@@ -102,7 +114,7 @@ export async function startFlow(
     stateHash, browserHash: sha256Hex(input.browserSecret), userId: actor.id, providerAppId: integration.appId,
     integrationName: integration.name, connectionId, reconnect: input.reconnect !== undefined, kind, label,
     sealed: encrypt(keyOf(deps.keyring, keyId), flowPurpose(stateHash), JSON.stringify({ codeVerifier, values })),
-    keyId, at, expiresAt: new Date(at.getTime() + FLOW_LIFETIME_MS),
+    keyId, at, expiresAt: new Date(at.getTime() + FLOW_LIFETIME_MS), bind: input.bind ?? null,
   })
   return authorizationRequestUrl(authorization, {
     redirectUri: callbackUrl(deps.baseUrl), state, challenge: codeVerifier === null ? null : pkceChallenge(codeVerifier),
@@ -128,12 +140,13 @@ export function providerFailure(result: Exclude<ProviderResult, { ok: true }>, w
  * unexpired, started by this browser (`browserSecret`, compared in constant time) and by this
  * person, else OAUTH_STATE_INVALID. A provider's `error` (such as `access_denied`) ends it
  * with FORBIDDEN; a failed exchange with INTEGRATION_PROVIDER_FAILED or _UNAVAILABLE and no
- * connection change. Returns the connection, active with its new tokens.
+ * connection change. Returns the connection, active with its new tokens, and the slot to
+ * bind it into when the flow started on the connect-and-bind page.
  */
 export async function finishFlow(
   deps: OAuthDeps,
   input: { actor: Actor; state: string; browserSecret: string | undefined; code: string | undefined; error: string | undefined; requestId?: string },
-): Promise<Connection> {
+): Promise<FinishedFlow> {
   const invalid = new ServiceError('OAUTH_STATE_INVALID',
     'this sign-in at the provider was not started here, was already used or has expired; start connecting again')
   if (input.state.length === 0 || input.state.length > 100) throw invalid
@@ -159,12 +172,13 @@ export async function finishFlow(
   const store = (tx: Parameters<typeof storeTokens>[0], connectionId: string) =>
     storeTokens(tx, { keyring: deps.keyring, clock: deps.clock, connectionId, tokens })
   if (flow.reconnect) {
-    return replaceCredentials(deps, { actor: input.actor, id: flow.connection_id, integration, values: opened.values, oauth: { store } })
+    return { connection: await replaceCredentials(deps, { actor: input.actor, id: flow.connection_id, integration, values: opened.values, oauth: { store } }), bind: null }
   }
   const { connection } = await createConnection(deps, {
     actor: input.actor, integration, kind: flow.kind, label: flow.label, values: opened.values, oauth: { id: flow.connection_id, store },
   })
-  return connection
+  const bind = flow.bind_app_id !== null && flow.bind_slot !== null ? { appId: flow.bind_app_id, slot: flow.bind_slot } : null
+  return { connection, bind }
 }
 
 async function exchangeCode(

@@ -18,10 +18,11 @@ import type { ConnectionKeyring, PublishedIntegration, Actor, ConnectionKind } f
 import type { InvokeProvider } from '../provider-invocation.ts'
 import type { Context } from 'hono'
 import { createAccessTokens, type AccessTokens } from './access-tokens.ts'
-import { oauthCallbackRoutes, oauthFormAction, oauthPages, startFromPage } from './pages.ts'
+import { oauthCallbackRoutes, oauthFormAction, oauthPages, startFromPage, type OAuthPageDeps } from './pages.ts'
+import type { FlowBinding } from './flow.ts'
 import { oauthAdminRoutes } from './routes.ts'
 
-export { CALLBACK_PATH, callbackUrl } from './flow.ts'
+export { CALLBACK_PATH, callbackUrl, type FlowBinding } from './flow.ts'
 export { DEFAULT_ACCESS_TOKEN_NAME, activeAuthorization, refuseOAuthFunction } from './authorization.ts'
 export type { OAuthAuthorization } from './authorization.ts'
 export { REFRESH_MARGIN_MS } from './access-tokens.ts'
@@ -35,13 +36,15 @@ export interface OAuthFeatureDeps {
   cookies: CookieOptions
   keyring: ConnectionKeyring
   invokeProvider: InvokeProvider
+  /** Binds a connection made from the connect-and-bind page into its slot (bindings/ `bindAfterConnect`). */
+  bindAfterConnect?: NonNullable<OAuthPageDeps['bindAfterConnect']>
 }
 
 /** What the connection pages call to start a flow (and to allow its redirect in their CSP). */
 export interface OAuthPageHooks {
   formAction(integration: PublishedIntegration): Promise<string>
   start(c: Context, input: { actor: Actor; integration: PublishedIntegration; values: Readonly<Record<string, string>> } & (
-    { kind: ConnectionKind; label: string } | { reconnect: string })): Promise<Response>
+    { kind: ConnectionKind; label: string; bind?: FlowBinding } | { reconnect: string })): Promise<Response>
 }
 
 export interface OAuth extends AccessTokens {

@@ -332,7 +332,7 @@ describe(`OAuth in Chromium against oidc-provider: connect, call, expire, one re
     return prompts
   }
 
-  test('connect: the desk asks the person to connect; the connect page, sign-in and consent at the server (PKCE S256), binding the slot; the stored token is the server\'s', TEST, async () => {
+  test('connect: the desk asks the person to connect; on the connect-and-bind page, sign-in and consent at the server (PKCE S256) make the connection and bind the slot in one step; the stored token is the server\'s', TEST, async () => {
     page = await signInAt({ h, authUrl, newContext } as unknown as BrowserHarness, await newContext(), `${deskUrl}/`, PERSON)
     assert.equal(await showAccount(), 'INTEGRATION_CONNECTION_REQUIRED')
     const connectUrl = `${authUrl}/integrations/connect?app=desk&slot=crm`
@@ -340,27 +340,26 @@ describe(`OAuth in Chromium against oidc-provider: connect, call, expire, one re
 
     await page.getByRole('link', { name: 'Connect your CRM account' }).click()
     await page.getByRole('heading', { name: 'Connect Contacts for desk' }).waitFor()
-    await page.getByRole('link', { name: 'connect it' }).click()
     await page.getByLabel('Name of this connection').fill('My CRM')
     const authorizationRequest = page.waitForRequest((request) => new URL(request.url()).origin === issuer && new URL(request.url()).pathname === '/auth')
-    await page.getByRole('button', { name: 'Continue to sign in at the provider' }).click()
+    await page.getByRole('button', { name: 'Sign in with Contacts and use it in desk' }).click()
     const sent = new URL((await authorizationRequest).url()).searchParams
     assert.equal(sent.get('code_challenge_method'), 'S256')
     assert.match(sent.get('code_challenge') ?? '', /^[A-Za-z0-9_-]{43}$/)
     assert.deepEqual(await authorizeAtServer(), ['login', 'consent'])
     await page.waitForURL((url) => url.origin === authUrl && url.pathname === '/connections/oauth/finish')
     await page.getByRole('heading', { name: 'Connected' }).waitFor()
+    // One step: the callback bound the new connection into the desk's slot.
+    await page.getByText('The app desk now uses it with your account').waitFor()
     // The server issued the code against the S256 challenge and checked the exchange's verifier.
     assert.deepEqual(server.exchanges, [{ codeChallengeMethod: 'S256' }])
     const href = await page.getByRole('link', { name: 'Open the connection' }).getAttribute('href')
     connectionId = /^\/connections\/([0-9a-f-]{36})$/.exec(href!)![1]!
     assert.equal(await h.platform.oauth.accessTokenFor({ connectionId }), server.accessTokens.at(-1))
 
-    // Back on the connect page, the person uses the new connection for the desk.
+    // The connect page now offers the new connection, already in use.
     await page.goto(connectUrl)
     assert.equal(await page.getByLabel('Connection', { exact: true }).inputValue(), connectionId)
-    await page.getByRole('button', { name: 'Use it' }).click()
-    await page.getByText('The app desk now uses Contacts with your account').waitFor()
   })
 
   test('call: the desk\'s page calls its Function, which calls the operation for the person; the server\'s userinfo accepts the access token', TEST, async () => {

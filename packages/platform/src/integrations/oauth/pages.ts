@@ -18,9 +18,9 @@ import { ServiceError } from '../../lib/errors.ts'
 import { escapeHtml, page } from '../../lib/html.ts'
 import type { HostUrls } from '../../http/hosts.ts'
 import { requestIdOf } from '../../http/request-id.ts'
-import { browserSession, type CookieOptions } from '../../identity/index.ts'
+import { browserSession, type CookieOptions, type User } from '../../identity/index.ts'
 import type { Actor, ConnectionKind, PublishedIntegration } from '../connections/index.ts'
-import { CALLBACK_PATH, FLOW_LIFETIME_MS, finishFlow, requireAuthorization, startFlow, type OAuthDeps } from './flow.ts'
+import { CALLBACK_PATH, FLOW_LIFETIME_MS, finishFlow, requireAuthorization, startFlow, type FlowBinding, type OAuthDeps } from './flow.ts'
 
 export const FINISH_PATH = '/connections/oauth/finish'
 const FLOW_COOKIE = 'svc_oauth_flow'
@@ -30,6 +30,11 @@ export interface OAuthPageDeps extends OAuthDeps {
   logger: Logger
   urls: HostUrls
   cookies: CookieOptions
+  /**
+   * Binds a connection a flow just made into the consumer slot the flow started from (the
+   * bindings feature's `bindAfterConnect`, given by the composition root); the app's slug back.
+   */
+  bindAfterConnect?: ((input: { actor: User; connectionId: string; bind: FlowBinding }) => Promise<{ appSlug: string }>) | undefined
 }
 
 function cookieName(cookies: CookieOptions): string {
@@ -61,7 +66,7 @@ export async function startFromPage(
   c: Context,
   deps: OAuthPageDeps,
   input: { actor: Actor; integration: PublishedIntegration; values: Readonly<Record<string, string>> } & (
-    { kind: ConnectionKind; label: string } | { reconnect: string }),
+    { kind: ConnectionKind; label: string; bind?: FlowBinding } | { reconnect: string }),
 ): Promise<Response> {
   const browserSecret = browserFlowSecret(c, deps.cookies)
   const url = await startFlow(deps, { ...input, browserSecret })
@@ -99,14 +104,25 @@ export function oauthPages(deps: OAuthPageDeps) {
       const active = await browserSession(c, deps)
       if (!active) throw new ServiceError('OAUTH_STATE_INVALID', 'you are no longer signed in here; sign in and start connecting again')
       const requestId = requestIdOf(c.req.raw)
-      const connection = await finishFlow(deps, {
+      const { connection, bind } = await finishFlow(deps, {
         actor: active.user, state: c.req.query('state') ?? '', browserSecret: getCookie(c, cookieName(deps.cookies)),
         code: c.req.query('code'), error: c.req.query('error'), ...(requestId ? { requestId } : {}),
       })
       deps.logger.info('oauth connection connected', { connectionId: connection.id, providerAppId: connection.providerAppId })
-      return page(c, 'Connected', `<h1>Connected</h1>
-        <p id="done">The connection <strong>${escapeHtml(connection.label)}</strong> to <strong>${escapeHtml(connection.integration)}</strong> is active.</p>
-        <p><a href="/connections/${escapeHtml(connection.id)}">Open the connection</a></p>`)
+      const done = `<p id="done">The connection <strong>${escapeHtml(connection.label)}</strong> to <strong>${escapeHtml(connection.integration)}</strong> is active.</p>`
+      const link = `<p><a href="/connections/${escapeHtml(connection.id)}">Open the connection</a></p>`
+      if (bind === null || !deps.bindAfterConnect) return page(c, 'Connected', `<h1>Connected</h1>${done}${link}`)
+      try {
+        const { appSlug } = await deps.bindAfterConnect({ actor: active.user, connectionId: connection.id, bind })
+        return page(c, 'Connected', `<h1>Connected</h1>${done}
+          <p id="bound">The app <strong>${escapeHtml(appSlug)}</strong> now uses it with your account. Go back to the app and try again.</p>${link}`)
+      } catch (error) {
+        // The connection stands; only the binding was refused (the slot or the person's rights changed meanwhile).
+        if (!(error instanceof ServiceError)) throw error
+        deps.logger.info('oauth connection not bound', { connectionId: connection.id, code: error.code })
+        return page(c, 'Connected', `<h1>Connected</h1>${done}
+          <p class="error" id="not-bound" data-code="${escapeHtml(error.code)}">It could not be used in the app: ${escapeHtml(error.message)}</p>${link}`)
+      }
     } catch (error) {
       if (!(error instanceof ServiceError)) {
         deps.logger.error('oauth callback failed', { error: error instanceof Error ? error.message : String(error) })

@@ -17,6 +17,9 @@ export interface FlowRow extends Record<string, unknown> {
   sealed: string
   key_id: string
   expires_at: Date
+  /** The consumer app and slot to bind the new connection into (the connect-and-bind page), or null. */
+  bind_app_id: string | null
+  bind_slot: string | null
 }
 
 export async function insertFlow(
@@ -24,14 +27,15 @@ export async function insertFlow(
   row: {
     stateHash: string; browserHash: string; userId: string; providerAppId: string; integrationName: string; connectionId: string
     reconnect: boolean; kind: 'personal' | 'organisation'; label: string; sealed: string; keyId: string; at: Date; expiresAt: Date
+    bind: { appId: string; slot: string } | null
   },
 ): Promise<void> {
   await db.query(
     `insert into platform.oauth_flows (state_hash, browser_hash, user_id, provider_app_id, integration_name, connection_id, reconnect,
-       kind, label, sealed, key_id, created_at, expires_at)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+       kind, label, sealed, key_id, created_at, expires_at, bind_app_id, bind_slot)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
     [row.stateHash, row.browserHash, row.userId, row.providerAppId, row.integrationName, row.connectionId, row.reconnect,
-      row.kind, row.label, row.sealed, row.keyId, row.at, row.expiresAt],
+      row.kind, row.label, row.sealed, row.keyId, row.at, row.expiresAt, row.bind?.appId ?? null, row.bind?.slot ?? null],
   )
 }
 
