@@ -34,6 +34,7 @@ interface Report {
   integration: { connectionId: string; trigger: string; operation: string | null }
   key: string | null
   env: string
+  emitted: number
 }
 
 /** The test's side of the sync Function: records each run and answers what it should do. */
@@ -99,6 +100,10 @@ provides:
         capability: orders.read
         function: ordersImpl
         description: Lists orders
+    events:
+      - type: order.updated
+        capability: orders.read
+        description: An order changed
     sync:
 ${sync}
 `.replace('PORT', String(port))
@@ -109,6 +114,7 @@ function syncCode(port: number): string {
 export default defineFunction({
   input: object({}),
   async handler({ input, integration, secrets }) {
+    const emitted = await integration.emit({ type: 'order.updated', id: 'o-' + crypto.randomUUID(), data: { status: 'paid' } })
     let env = 'readable'
     try { Deno.env.get('SHOP_API_KEY') } catch { env = 'denied' }
     const res = await fetch('http://127.0.0.1:${port}/run', {
@@ -118,6 +124,7 @@ export default defineFunction({
         integration: { connectionId: integration.connectionId, trigger: integration.trigger, operation: integration.operation ?? null },
         key: await secrets.get('SHOP_API_KEY'),
         env,
+        emitted,
       }),
     })
     const mode = await res.text()
@@ -244,10 +251,11 @@ export default defineFunction({ input: object({}), handler: () => [] })
     assert.match(page, /<span id="last-sync">2026-11-21 13:00:00 UTC, succeeded <span class="muted">\(stopped until the connection is active and bound into an app\)<\/span><\/span>/)
   })
 
-  test('the sync Function gets input {}, ctx.integration { connectionId, trigger: sync }, and the credential only through ctx.secrets', async () => {
+  test('the sync Function gets input {}, ctx.integration { connectionId, trigger: sync }, the credential only through ctx.secrets, and may emit', async () => {
     const [report] = reporter.reports
     assert.deepEqual(report, {
       input: {}, integration: { connectionId, trigger: 'sync', operation: null }, key: API_KEY, env: 'denied',
+      emitted: 0, // allowed (no slot subscribes, so no delivery)
     })
     assert.ok(!log.text().includes(API_KEY), 'the credential is not logged')
   })
