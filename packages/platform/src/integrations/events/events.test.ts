@@ -19,7 +19,7 @@ import { createProviderInvoker } from '../../functions/provider-invoker.ts'
 import type { IntegrationTrigger } from '../provider-invocation.ts'
 import { emitEvent, MAX_EVENT_DATA_BYTES } from './emit.ts'
 import { RETRY_DELAYS_SECONDS } from './delivery-worker.ts'
-import { DELIVERY_RETENTION_MS } from './index.ts'
+import { DELIVERY_RETENTION_MS, eventEnvelope, runEventHandler } from './index.ts'
 
 const PROVIDER = (extraEvent = '') => `functions:
   - name: emitImpl
@@ -267,6 +267,16 @@ describe(`integration events (${backend})`, () => {
     assert.equal(got[0]!.anonymous, true, 'ctx.user is null: the app\'s system identity')
     const rows = await deliveries('event_id = $1', [event])
     assert.deepEqual(rows.map((r) => [r.state, r.attempts, r.data]), [['delivered', 1, null], ['delivered', 1, null]])
+  })
+
+  test('runEventHandler hands an envelope to a slot handler as the system identity (development mode\'s seam); a non-system Function is FUNCTION_NOT_FOUND', async () => {
+    const desk = (await findAppBySlug(h.t.db, 'desk'))!
+    const event = id('direct')
+    const envelope = eventEnvelope({ id: event, type: 'order.created', occurredAt: h.clock.now(), slot: 'shop', provider: 'custom', bindingId: '00000000-0000-0000-0000-000000000000', data: { order: 'D-1' } })
+    const result = await runEventHandler(h.platform.functions, { app: desk, handler: 'onEvent', envelope })
+    assert.ok(result.ok, JSON.stringify(result))
+    assert.deepEqual((await received('desk')).filter((r) => r.event_id === event).map((r) => [r.input, r.anonymous]), [[envelope, true]])
+    await assert.rejects(runEventHandler(h.platform.functions, { app: desk, handler: 'callShop', envelope }), (error: any) => error.code === 'FUNCTION_NOT_FOUND')
   })
 
   test('validation: each malformed event fails with its code; 64 KiB of data passes and one byte more does not', async () => {
