@@ -18,7 +18,8 @@
  * - through the platform (http.ts): the internal call path and HTTP calls, beside an HTTP
  *   floor (a bare Hono route forwarding to the Deno echo loop).
  *
- * Run: npm run bench:functions
+ * Run: npm run bench:functions (FUNCTIONS_IDLE_POOLS=64 measures as many idle pools as a
+ * platform process keeps live at most). PGlite in memory only: no PostgreSQL server needed.
  */
 import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -35,8 +36,8 @@ const WARM_CALLS = 1_000
 const COLD_STARTS = 20
 /** How long a spare sits idle before each cold start (in production it has waited since the last one). */
 const SPARE_IDLE_MS = 200
-/** Idle pools measured for the memory an idle app holds. */
-const IDLE_POOLS = 10
+/** Idle pools measured for the memory an idle app holds (FUNCTIONS_IDLE_POOLS; the host keeps at most 64 live). */
+const IDLE_POOLS = Number(process.env.FUNCTIONS_IDLE_POOLS ?? 10)
 
 const FUNCTIONS = {
   'functions/echo.ts': `
@@ -202,7 +203,8 @@ try {
   figures.spare_idle_pss_mib = round(idle.pss, 1)
   figures.spare_idle_cpu_ms_per_s = round(idle.cpuMsPerS, 2)
   const pool = await idlePoolMemory(bundleDir, denoDir, spares)
-  console.log(`idle pool worker after one invocation (${IDLE_POOLS} pools): RSS ${pool.rss.toFixed(1)} MiB, PSS ${pool.pss.toFixed(1)} MiB each`)
+  console.log(`idle pool worker after one invocation (${IDLE_POOLS} pools): RSS ${pool.rss.toFixed(1)} MiB, PSS ${pool.pss.toFixed(1)} MiB each, PSS ${(pool.pss * IDLE_POOLS).toFixed(0)} MiB together`)
+  figures.idle_pools = IDLE_POOLS
   figures.idle_pool_worker_rss_mib = round(pool.rss, 1)
   figures.idle_pool_worker_pss_mib = round(pool.pss, 1)
   figures.warm_p50_ms = round(summary('warm invocation round trip (echo)', await warmRoundTrips(bundleDir, denoDir, 'functions/echo.ts', { text: 'hi' })))

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict'
 import { existsSync, readdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
+import { ConfigError, loadConfig } from '../config.ts'
 import { createFunctionPool, poolSandbox, type InvokeResult } from './pool.ts'
 import { createSpareWorkers, type SpareWorkers } from './spare-workers.ts'
 import { SDK_ENTRY, metaFor, recordingLogger, removeBundle, writeBundle } from './test-bundle.ts'
@@ -24,10 +25,12 @@ const FIXTURES = {
     }
     export default defineFunction({
       input: object({ paths: array(string()) }),
-      handler: ({ input }) => ({
+      handler: async ({ input }) => ({
         reads: input.paths.map((path) => attempt(() => Deno.readDirSync(path).next())),
         parent: attempt(() => Deno.readDirSync('..').next()),
         env: attempt(() => Deno.env.get('HOME')),
+        write: attempt(() => Deno.writeTextFileSync('written.txt', 'x')),
+        loopback: await fetch('http://127.0.0.1:80/').then(() => 'allowed', (error) => (error as Error).name),
       }),
     })`,
   'functions/heap.ts': `
@@ -141,7 +144,7 @@ describe('spare Functions workers', () => {
     }
   })
 
-  test('a worker from a spare reads its own release only: not the bundle it came from, another worker\'s directory, or the environment', async () => {
+  test('a worker from a spare reads its own release only (not the bundle it came from, another worker\'s directory, the environment), writes nothing, and cannot reach loopback', async () => {
     const spares = createSpareWorkers({ count: 1, directory: workersDir, sandbox: sandbox(), logger: recordingLogger() })
     const poolA = poolOver(bundleA, spares)
     const poolB = poolOver(bundleB, spares)
@@ -159,7 +162,13 @@ describe('spare Functions workers', () => {
         input: { paths: ['.', b.cwd as string, bundleA, bundleB, workersDir] },
         meta: metaFor(),
       }))
-      assert.deepEqual(probe, { reads: ['allowed', 'NotCapable', 'NotCapable', 'NotCapable', 'NotCapable'], parent: 'NotCapable', env: 'NotCapable' })
+      assert.deepEqual(probe, {
+        reads: ['allowed', 'NotCapable', 'NotCapable', 'NotCapable', 'NotCapable'],
+        parent: 'NotCapable',
+        env: 'NotCapable',
+        write: 'NotCapable',
+        loopback: 'NotCapable',
+      })
     } finally {
       await poolA.close()
       await poolB.close()
@@ -249,5 +258,16 @@ describe('spare Functions workers', () => {
     assert.equal(existsSync(value.cwd as string), false)
     const hostDirectory = dirname(value.cwd as string)
     assert.deepEqual(readdirSync(hostDirectory), [])
+  })
+})
+
+describe('FUNCTION_SPARE_WORKERS', () => {
+  test('defaults to one spare, takes 0 to keep none, and refuses anything but a whole number', () => {
+    assert.equal(loadConfig({}).functionSpareWorkers, 1)
+    assert.equal(loadConfig({ FUNCTION_SPARE_WORKERS: '0' }).functionSpareWorkers, 0)
+    assert.equal(loadConfig({ FUNCTION_SPARE_WORKERS: '3' }).functionSpareWorkers, 3)
+    for (const raw of ['-1', '1.5', 'two']) {
+      assert.throws(() => loadConfig({ FUNCTION_SPARE_WORKERS: raw }), (error: unknown) => error instanceof ConfigError && /FUNCTION_SPARE_WORKERS/.test(error.message))
+    }
   })
 })
