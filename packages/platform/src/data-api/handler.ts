@@ -10,7 +10,8 @@
  */
 import type { Db } from '../db/db.ts'
 import { findNamespace, type Namespace } from '../deploy/namespaces.ts'
-import type { AppTransaction, NamespaceSql } from '../deploy/namespace-sql.ts'
+import type { AppTransaction, CallerGate, NamespaceSql } from '../deploy/namespace-sql.ts'
+import { ServiceError } from '../lib/errors.ts'
 import type { App } from '../apps/apps.ts'
 import type { User } from '../identity/index.ts'
 import { contentRange, readRange } from './content-range.ts'
@@ -26,6 +27,12 @@ export interface DataCaller {
   user: User | null
   /** How the edge identified the caller; a session cookie must send JSON with a JSON type. */
   via?: 'anonymous' | 'session' | 'access_token' | 'app_token'
+  /**
+   * A bearer caller the edge has not checked against the database: the data statement checks
+   * it in its first CTE (one statement in all), and a request that fails before its
+   * statement runs checks it on its own, so a refused caller always gets the refusal.
+   */
+  gate?: CallerGate
 }
 
 export interface DataApiDeps {
@@ -33,6 +40,14 @@ export interface DataApiDeps {
   schemas: SchemaCache
   /** Runs the statements as the namespace's user role (login pool or wrapper). */
   sql: NamespaceSql
+}
+
+/** The gate's refusals (migration 0027) as the edge answers them; null for any other error. */
+function gateRefusal(error: unknown): ServiceError | null {
+  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined
+  if (code === 'SVA01') return new ServiceError('AUTH_REQUIRED', error instanceof Error ? error.message : 'the access token is not valid for this app')
+  if (code === 'SVA03') return new ServiceError('ACCESS_DENIED', 'your account has no access to this app')
+  return null
 }
 
 const MAX_BODY_BYTES = 10 * 1024 * 1024
@@ -173,7 +188,8 @@ export function createDataApi(deps: DataApiDeps) {
     const estimates = statement.countSource !== undefined && (ctx.prefer.count === 'planned' || ctx.prefer.count === 'estimated')
     const rollbackCheck = !options.readOnly && (ctx.media.single || ctx.prefer.maxAffected !== undefined)
     const target = { namespace: ctx.namespace, role: 'user' as const }
-    const run = { claims: claimsOf(ctx), readOnly: options.readOnly }
+    const gate = ctx.caller.gate
+    const run = gate ? { claims: null, readOnly: options.readOnly, gate } : { claims: claimsOf(ctx), readOnly: options.readOnly }
     if (!estimates && !rollbackCheck) {
       const result = (await deps.sql.statement(target, statement, { ...run, separateClaims: ctx.schema.partitioned })) as Result
       options.check?.(result)
@@ -194,7 +210,7 @@ export function createDataApi(deps: DataApiDeps) {
   }
 
   function refuseAnonymousWrite(caller: DataCaller) {
-    if (!caller.user) {
+    if (!caller.user && !caller.gate) {
       throw new PostgrestError('42501', 401, 'Writes need a signed-in user: anonymous callers can only read',
         { hint: 'Sign in first; the browser SDK does this for you' })
     }
@@ -322,7 +338,16 @@ export function createDataApi(deps: DataApiDeps) {
 
   return {
     /** Answers one request under `/rest/v1/`. */
-    async handle(app: App, caller: DataCaller, request: Request): Promise<Response> {
+    async handle(app: App, sent: DataCaller, request: Request): Promise<Response> {
+      let passed = false
+      const gate: CallerGate | undefined = sent.gate && {
+        proof: sent.gate.proof,
+        passed: (answer) => {
+          passed = true
+          sent.gate?.passed?.(answer)
+        },
+      }
+      const caller: DataCaller = gate ? { ...sent, gate } : sent
       try {
         if (!app.activeReleaseId) throw new PostgrestError('PGRST002', 503, `${app.slug} has no release yet`)
         const url = new URL(request.url)
@@ -343,7 +368,19 @@ export function createDataApi(deps: DataApiDeps) {
         if (method === 'POST' || method === 'PATCH' || method === 'DELETE') return await write(ctx, segments[0], url)
         throw new PostgrestError('PGRST117', 405, `Unsupported HTTP method: ${method}`)
       } catch (error) {
-        const described = toPostgrestError(error, caller.user !== null)
+        if (gate) {
+          const refused = gateRefusal(error)
+          if (refused) throw refused
+          // Failed before the gate answered (a bad query, no such table): the caller first.
+          if (!passed) {
+            try {
+              await deps.sql.checkCaller(gate)
+            } catch (checkError) {
+              throw gateRefusal(checkError) ?? checkError
+            }
+          }
+        }
+        const described = toPostgrestError(error, caller.user !== null || gate !== undefined)
         if (described) return errorResponse(described.status, described.body, error instanceof PostgrestError ? error.headers : {})
         throw error
       }

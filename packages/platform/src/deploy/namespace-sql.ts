@@ -23,6 +23,11 @@ import type { Logger } from '../lib/logger.ts'
 import { ensureLogin, stopOverdue, loginCredentials, tamperedLogins, terminateSessions, type LoginCredentials } from './namespace-logins.ts'
 import { roleName, runAsRole, type Namespace, type NamespaceRole } from './namespaces.ts'
 
+/** The security-definer wrapper that runs app SQL as the target's role (namespaces.ts). */
+function wrapperName(target: SqlTarget): string {
+  return `platform_exec.${ident(roleName(target.namespace, target.role))}`
+}
+
 export interface SqlTarget {
   namespace: Namespace
   role: NamespaceRole
@@ -36,10 +41,34 @@ export interface StatementParts {
 }
 
 export interface RunOptions {
-  /** `request.jwt.claims` (null: none). */
+  /** `request.jwt.claims` (null: none). Ignored with a `gate`: the gate's claims are set. */
   claims: Record<string, unknown> | null
   /** The transaction is read-only before any app code runs. */
   readOnly: boolean
+  /** A caller to check in the statement itself, before any app code runs (see `CallerGate`). */
+  gate?: CallerGate
+}
+
+/**
+ * A bearer caller checked in the data statement itself (migration 0027: on a login pool by
+ * `platform_gate.data_caller`, which answers only the app's own user role; on the wrapper
+ * path by `platform.data_caller`, on the platform's connection, in the same statement as the
+ * wrapper call), so checking the caller and running the data is one statement. The
+ * check raises SQLSTATE `SVA01` (not valid for this app) or `SVA03` (a private app not
+ * shared with the person) before any app code runs; else its claims are set as
+ * `request.jwt.claims`.
+ */
+export interface CallerGate {
+  /** What the gate checks: `{kind: 'app_token', app, hash}` or `{kind: 'session', app, sid, sub, at, private, owner}`. */
+  proof: Record<string, unknown>
+  /** Told what the gate answered, once the statement has run. */
+  passed?: (answer: GateAnswer) => void
+}
+
+export interface GateAnswer {
+  claims: Record<string, unknown>
+  /** The app access token's id (app token proofs). */
+  tokenId?: string
 }
 
 /** Statements run inside one `transaction` call, as its role with its claims. */
@@ -54,6 +83,12 @@ export interface NamespaceSql {
   statement(target: SqlTarget, parts: StatementParts, options: RunOptions & { separateClaims?: boolean }): Promise<unknown>
   /** Several statements in one transaction (a count's explain, a check before commit). */
   transaction<T>(target: SqlTarget, options: RunOptions, fn: (tx: AppTransaction) => Promise<T>): Promise<T>
+  /**
+   * Checks a gate's caller on its own (one statement on the platform's read pool): for a
+   * request that fails before its data statement runs, so the answer to a caller the gate
+   * refuses is the gate's, whatever else was wrong with the request.
+   */
+  checkCaller(gate: CallerGate): Promise<GateAnswer>
   /** Statements each path has run, and the pools open (tests, health). */
   stats(): { login: number; wrapper: number; pools: number }
   /** Puts back login passwords changed outside the platform; closes idle pools. Runs on a timer too. */
@@ -122,10 +157,19 @@ const FALLBACK = Symbol('fallback')
 
 const CLAIMS = (n: number) => `pg_catalog.set_config('request.jwt.claims', $${n}, true)`
 const READ_ONLY = `pg_catalog.set_config('transaction_read_only', 'on', true)`
+/** The gate's claims; `g.caller` comes from `GATE_FROM`, evaluated before the select list. */
+const GATED_CLAIMS = `pg_catalog.set_config('request.jwt.claims', (g.caller -> 'claims')::text, true)`
+const GATE_FROM = (n: number) => ` from platform_gate.data_caller($${n}::jsonb) as g(caller)`
 
-function withPrologue(prologue: string, parts: Pick<StatementParts, 'ctes' | 'value'>, materialized: boolean): string {
-  const first = `pgrst_prologue as ${materialized ? 'materialized ' : ''}(select ${prologue})`
-  return `with ${[first, ...parts.ctes].join(', ')} select ${parts.value} as result from pgrst_prologue`
+/**
+ * `with pgrst_prologue as (select <prologue> [from <from>]), <ctes> select <value> as result
+ * from pgrst_prologue`; with a gate (`from`), the prologue also yields `pgrst_caller`, the
+ * gate's answer, selected as `caller`.
+ */
+function withPrologue(prologue: string, parts: Pick<StatementParts, 'ctes' | 'value'>, materialized: boolean, from = ''): string {
+  const gated = from !== ''
+  const first = `pgrst_prologue as ${materialized ? 'materialized ' : ''}(select ${prologue}${gated ? ', g.caller as pgrst_caller' : ''}${from})`
+  return `with ${[first, ...parts.ctes].join(', ')} select ${parts.value} as result${gated ? ', pgrst_prologue.pgrst_caller as caller' : ''} from pgrst_prologue`
 }
 
 function errorFields(error: unknown): { code?: string; routine?: string; severity?: string } {
@@ -153,6 +197,20 @@ function isAuthFailure(error: unknown): boolean {
 function firstValue(rows: Record<string, unknown>[]): unknown {
   const row = rows[0]
   return row ? Object.values(row)[0] ?? null : null
+}
+
+/** The gate's answer from a gated statement's `caller` column (json text on some adapters). */
+function gateAnswer(value: unknown): GateAnswer {
+  const answer = (typeof value === 'string' ? JSON.parse(value) : value) as GateAnswer | null
+  if (!answer || typeof answer.claims !== 'object') throw new Error('the caller gate answered nothing')
+  return answer
+}
+
+/** A gated statement's result: tells the gate what it answered, returns the value. */
+function gatedResult(gate: CallerGate, rows: Record<string, unknown>[]): unknown {
+  const row = rows[0]
+  gate.passed?.(gateAnswer(row?.['caller']))
+  return row?.['result'] ?? null
 }
 
 export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
@@ -321,9 +379,16 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
   async function wrapperTransaction<T>(target: SqlTarget, run: RunOptions, fn: (tx: AppTransaction) => Promise<T>): Promise<T> {
     return db.transaction(async (tx) => {
       if (run.readOnly) await tx.query('set transaction read only')
+      let claims = run.claims
+      if (run.gate) {
+        const [row] = await tx.query<{ caller: unknown }>('select platform.data_caller($1::jsonb) as caller', [JSON.stringify(run.gate.proof)])
+        const answer = gateAnswer(row?.caller)
+        run.gate.passed?.(answer)
+        claims = answer.claims
+      }
       const call = (sql: string, params: readonly unknown[]) => {
         counts.wrapper++
-        return runAsRole(tx, target, sql, { claims: run.claims, params })
+        return runAsRole(tx, target, sql, { claims, params })
       }
       return fn({
         statement: (parts) => call(withPrologue('null', parts, false), parts.params),
@@ -334,7 +399,13 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
 
   async function loginTransaction<T>(entry: Entry, run: RunOptions, fn: (tx: AppTransaction) => Promise<T>): Promise<T | typeof FALLBACK> {
     return onPool(entry, () => entry.pool.transaction(async (tx) => {
-      await tx.query(`select ${CLAIMS(1)}${run.readOnly ? `, ${READ_ONLY}` : ''}`, [claimsText(run.claims)])
+      const readOnly = run.readOnly ? `, ${READ_ONLY}` : ''
+      if (run.gate) {
+        const rows = await tx.query(`select ${GATED_CLAIMS}${readOnly}, g.caller${GATE_FROM(1)}`, [JSON.stringify(run.gate.proof)])
+        run.gate.passed?.(gateAnswer(rows[0]?.['caller']))
+      } else {
+        await tx.query(`select ${CLAIMS(1)}${readOnly}`, [claimsText(run.claims)])
+      }
       // `$1` is named in an unused CTE so that its type is known even where `sql` leaves it out.
       const call = async (sql: string, params: readonly unknown[]) => {
         counts.login++
@@ -369,12 +440,17 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
             const result = await loginTransaction(entry, run, (tx) => tx.statement(parts))
             if (result !== FALLBACK) return result
           } else {
-            const text = withPrologue(`${CLAIMS(2)}${run.readOnly ? `, ${READ_ONLY}` : ''}, $1::jsonb`, parts, true)
+            const { gate } = run
+            const readOnly = run.readOnly ? `, ${READ_ONLY}` : ''
+            const text = gate
+              ? withPrologue(`${GATED_CLAIMS}${readOnly}, $1::jsonb`, parts, true, GATE_FROM(2))
+              : withPrologue(`${CLAIMS(2)}${readOnly}, $1::jsonb`, parts, true)
+            const second = gate ? JSON.stringify(gate.proof) : claimsText(run.claims)
             const result = await onPool(entry, async () => {
               const named = prepare(entry, text)
-              const rows = await entry.pool.query(text, [JSON.stringify(parts.params), claimsText(run.claims)], { prepare: named })
+              const rows = await entry.pool.query(text, [JSON.stringify(parts.params), second], { prepare: named })
               counts.login++
-              return firstValue(rows)
+              return gate ? gatedResult(gate, rows) : firstValue(rows)
             })
             if (result !== FALLBACK) return result
           }
@@ -384,7 +460,19 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
       }
       counts.wrapper++
       const text = withPrologue(run.readOnly ? READ_ONLY : 'null', parts, true)
-      return runAsRole(db, target, text, { claims: run.claims, params: parts.params })
+      if (!run.gate) return runAsRole(db, target, text, { claims: run.claims, params: parts.params })
+      // The gate, then the wrapper with the gate's claims, in one statement: the wrapper's
+      // arguments are computed from the gate's row, so it runs only once the gate has passed.
+      const rows = await db.query(
+        `with g as materialized (select platform.data_caller($1::jsonb) as caller)
+         select ${wrapperName(target)}((g.caller -> 'claims')::text, $2, $3::jsonb) as result, g.caller as caller from g`,
+        [JSON.stringify(run.gate.proof), text, JSON.stringify(parts.params)], { appSql: true })
+      return gatedResult(run.gate, rows)
+    },
+
+    async checkCaller(gate) {
+      const [row] = await db.read<{ caller: unknown }>('select platform.data_caller($1::jsonb) as caller', [JSON.stringify(gate.proof)])
+      return gateAnswer(row?.caller)
     },
 
     async transaction(target, run, fn) {

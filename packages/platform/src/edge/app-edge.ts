@@ -17,9 +17,9 @@ import type { Frontend } from '../frontend/serve.ts'
 import type { HostTarget, HostUrls } from '../http/hosts.ts'
 import { createBrowserSdkScripts } from '../functions/index.ts'
 import {
-  accessReason, APP_TOKEN_PREFIX, appSessionById, browserSecret, clearCookie, createAccessTokenVerifier,
+  accessReason, APP_TOKEN_PREFIX, appSessionById, appSessionGate, appTokenGate, browserSecret, clearCookie, createAccessTokenVerifier,
   exchangeCode, LIFETIMES, mintAccessToken, readCookie, resolveAppSession, signOutAppSession, VERIFICATION_REQUIRED,
-  writeCookie, type AppSessionDeps, type CookieOptions, type User, type VerifiedAppToken,
+  writeCookie, type AppSessionDeps, type CookieOptions, type DataGate, type User, type VerifiedAppToken,
 } from '../identity/index.ts'
 import { page, escapeHtml } from '../lib/html.ts'
 import { sameOriginUrl } from '../lib/redirects.ts'
@@ -36,6 +36,12 @@ export interface Caller {
    * invokes keeps its data authorization for at most 60 seconds (spec 5.5).
    */
   customDomain: string | null
+  /**
+   * A bearer caller of the data API not yet checked against the database: its data statement
+   * checks it before any app code runs (one statement for both; migration 0027). Set only on
+   * `/rest/v1` requests, where `user` stays null until then and admission is that check's.
+   */
+  gate?: DataGate
 }
 
 /**
@@ -67,6 +73,11 @@ export interface EdgeDeps {
 
 function wantsPage(c: Context): boolean {
   return (c.req.method === 'GET' || c.req.method === 'HEAD') && (c.req.header('accept') ?? '').includes('text/html')
+}
+
+/** The data API's paths: a bearer caller there is checked inside the data statement. */
+function isDataPath(path: string): boolean {
+  return path === '/rest/v1' || path.startsWith('/rest/v1/')
 }
 
 function userView(user: User) {
@@ -171,7 +182,13 @@ export function appEdge(deps: EdgeDeps) {
     const authorization = c.req.header('authorization')
     if (authorization) {
       const match = /^Bearer ([^\s]+)$/i.exec(authorization)
+      const dataPath = isDataPath(c.req.path)
       if (match?.[1]?.startsWith(APP_TOKEN_PREFIX)) {
+        const gate = dataPath ? appTokenGate(deps.db, deps.clock, { token: match[1], appId: app.id }) : null
+        if (gate) {
+          c.set('caller', { user: null, appSessionId: null, via: 'app_token', customDomain: null, gate })
+          return next()
+        }
         // Revoked, other app, or owner no longer confirmed → 401 on the very next request, in
         // every process: the token's state is read on each request (spec 2.3).
         const verified = await deps.appTokens.verify(match[1])
@@ -182,6 +199,13 @@ export function appEdge(deps: EdgeDeps) {
         return next()
       }
       const claims = match ? await verifyAccessToken(match[1]!, app.id) : null
+      if (claims && dataPath) {
+        // The signature, audience and expiry are checked here; the session (and a private
+        // app's admission) by the data statement.
+        const gate = appSessionGate(deps.clock, { app, sessionId: claims.sid, userId: claims.sub })
+        c.set('caller', { user: null, appSessionId: claims.sid, via: 'access_token', customDomain: null, gate })
+        return next()
+      }
       const state = claims ? await appSessionById(deps.sessions, app.id, claims.sid) : { status: 'none' as const }
       if (state.status !== 'active' || state.user.id !== claims!.sub) {
         throw new ServiceError('AUTH_REQUIRED', 'the access token is not valid for this app')
@@ -210,7 +234,8 @@ export function appEdge(deps: EdgeDeps) {
 
   edge.use('*', async (c, next) => {
     const app = c.var.app
-    if (app.visibility === 'public') return next()
+    // A data API bearer: admitted (or refused) by the data statement's check, as above.
+    if (app.visibility === 'public' || c.var.caller.gate) return next()
     const user = c.var.caller.user
     if (!user) {
       if (wantsPage(c)) return c.redirect(startSignIn(c, app, c.req.url.replace(/^[a-z]+:\/\/[^/]+/, origin(c))), 302)

@@ -142,6 +142,29 @@ export async function appSessionById(deps: Pick<AppSessionDeps, 'db' | 'clock'>,
 }
 
 /**
+ * What the data API's statement checks in its first CTE for a request with a verified access
+ * token (`platform_gate.data_caller`, migration 0027): the same rules as `appSessionById`
+ * (the app session and its central session unrevoked and unexpired, of the token's subject)
+ * and, for a private app, the edge's admission (`accessReason`: the owner, a confirmed person
+ * it was shared with, a confirmed platform administrator). One statement for check and data;
+ * a signed-out session's token is refused on its next request, as before.
+ *
+ * @example
+ *   const gate = appSessionGate(clock, { app, sessionId: claims.sid, userId: claims.sub })
+ */
+export function appSessionGate(
+  clock: Clock,
+  input: { app: { id: string; ownerId: string; visibility: string }; sessionId: string; userId: string },
+): { proof: Record<string, unknown> } {
+  return {
+    proof: {
+      kind: 'session', app: input.app.id, sid: input.sessionId, sub: input.userId, at: clock.now().toISOString(),
+      private: input.app.visibility !== 'public', owner: input.app.ownerId,
+    },
+  }
+}
+
+/**
  * The app session a cookie names, refreshed when its access is in its final minute.
  * Throws AUTH_UNAVAILABLE when the central auth fails or times out (session unchanged).
  */
