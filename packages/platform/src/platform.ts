@@ -179,7 +179,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   auth.route('/', providerPages({ db, clock, logger, urls, cookies }))
 
   const functions = createFunctionHost({
-    db, clock, logger, schemas: createSchemaCache(), secrets,
+    db, clock, logger, schemas: createSchemaCache(), secrets, appSql,
     bundlesDir: deps.bundlesDir ?? join(deps.config.dataDir ?? '.service', 'bundles'),
     jobs: { answer: (call) => jobs.answer(call) },
     integrations: { answer: (call) => broker.answer(call) },

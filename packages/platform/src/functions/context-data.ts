@@ -1,8 +1,11 @@
 /**
  * `ctx.data.table(name).getById | list | create | updateById` for a running Function:
- * each call is one SQL statement run through `runAsRole` under the invocation's identity
- * (the namespace's user role with the caller's claims, or its system role for a `system`
- * Function), so row-level security applies exactly as for the data API. Table and column
+ * each call is one SQL statement under the invocation's identity (the namespace's user role
+ * with the caller's claims, or its system role for a `system` Function), so row-level
+ * security applies exactly as for the data API, and through the same path: on PostgreSQL the
+ * namespace role's own login pool (the system role has its own), one round trip with the
+ * claims and read-only set in the statement's first CTE (deploy/namespace-sql.ts); the
+ * shared wrapper on PGlite or when no pool can serve. Table and column
  * names are checked against the catalog and quoted; values are bound: the statement reads
  * `$1`, one jsonb array, and rows are built with `jsonb_populate_record` so each value gets
  * its column's type. Every table has primary key `id` (spec 2.10).
@@ -13,6 +16,7 @@
  */
 import { ident, type Db } from '../db/db.ts'
 import { runAsRole, type Namespace } from '../deploy/namespaces.ts'
+import type { NamespaceSql, StatementParts } from '../deploy/namespace-sql.ts'
 import type { Relation, Schema } from '../data-api/schema.ts'
 import { ServiceError } from '../lib/errors.ts'
 
@@ -49,6 +53,8 @@ export function checkDataAuthorization(identity: DataIdentity, now: Date): void 
 
 export interface DataCallOptions {
   readonly db: Db
+  /** The namespace login pools (the data API's); without, each call runs through the wrapper on `db`. */
+  readonly sql?: NamespaceSql
   readonly namespace: Namespace
   readonly schema: Schema
   readonly identity: DataIdentity
@@ -74,11 +80,13 @@ export async function runDataCall(options: DataCallOptions): Promise<unknown> {
   if (write && !options.identity.canWrite) throw new ServiceError('AUTH_REQUIRED', 'Data writes need a signed-in user')
   if (write && relation.kind !== 'table') throw badRequest(`${relation.name} is a view; ctx.data writes to tables only`)
 
-  let statement: string
+  // `with <ctes> select <value>`: a write is a data-modifying CTE, which must be at the top.
+  let ctes: string[] = []
+  let value: string
   let params: unknown[]
   switch (options.method) {
     case 'table.getById': {
-      statement = `select to_json(t) from ${table} t where t.id = ($1->>0)::${idType} limit 1`
+      value = `(select to_json(t) from ${table} t where t.id = ($1->>0)::${idType} limit 1)`
       params = [scalarId(rest[0])]
       break
     }
@@ -92,10 +100,10 @@ export async function runDataCall(options: DataCallOptions): Promise<unknown> {
         checkColumn(relation, column)
         return value === null ? `t.${ident(column)} is null` : `t.${ident(column)} = w.${ident(column)}`
       })
-      statement = `select coalesce(json_agg(to_json(r)), '[]'::json) from (
+      value = `(select coalesce(json_agg(to_json(r)), '[]'::json) from (
         select ${columns} from ${table} t, jsonb_populate_record(null::${table}, $1->0) w
         ${conditions.length > 0 ? `where ${conditions.join(' and ')}` : ''}
-        limit ${limit}) r`
+        limit ${limit}) r)`
       break
     }
     case 'table.create': {
@@ -104,10 +112,10 @@ export async function runDataCall(options: DataCallOptions): Promise<unknown> {
       for (const column of columns) checkColumn(relation, column)
       const list = columns.map((column) => ident(column)).join(', ')
       params = [row]
-      statement = columns.length === 0
-        ? `with w as (insert into ${table} default values returning *) select to_json(w) from w`
-        : `with w as (insert into ${table} (${list}) select ${list} from jsonb_populate_record(null::${table}, $1->0) returning *)
-           select to_json(w) from w`
+      ctes = [columns.length === 0
+        ? `w as (insert into ${table} default values returning *)`
+        : `w as (insert into ${table} (${list}) select ${list} from jsonb_populate_record(null::${table}, $1->0) returning *)`]
+      value = '(select to_json(w) from w)'
       break
     }
     case 'table.updateById': {
@@ -116,21 +124,22 @@ export async function runDataCall(options: DataCallOptions): Promise<unknown> {
       if (columns.length === 0) throw badRequest('updateById needs at least one column to change')
       for (const column of columns) checkColumn(relation, column)
       params = [scalarId(rest[0]), patch]
-      statement = `with w as (update ${table} t set ${columns.map((column) => `${ident(column)} = p.${ident(column)}`).join(', ')}
-          from jsonb_populate_record(null::${table}, $1->1) p where t.id = ($1->>0)::${idType} returning t.*)
-        select to_json(w) from w`
+      ctes = [`w as (update ${table} t set ${columns.map((column) => `${ident(column)} = p.${ident(column)}`).join(', ')}
+          from jsonb_populate_record(null::${table}, $1->1) p where t.id = ($1->>0)::${idType} returning t.*)`]
+      value = '(select to_json(w) from w)'
       break
     }
     default:
       throw badRequest(`ctx.data has no method ${options.method}`)
   }
+  const parts: StatementParts = { ctes, value, params }
+  const target = { namespace: options.namespace, role: options.identity.role }
   try {
+    if (options.sql) return await options.sql.statement(target, parts, { claims: options.identity.claims, readOnly: !write })
+    const statement = `${ctes.length > 0 ? `with ${ctes.join(', ')} ` : ''}select ${value}`
     return await options.db.transaction(async (tx) => {
       if (!write) await tx.query('set transaction read only')
-      return await runAsRole(tx, { namespace: options.namespace, role: options.identity.role }, statement, {
-        claims: options.identity.claims,
-        params,
-      })
+      return await runAsRole(tx, target, statement, { claims: options.identity.claims, params })
     })
   } catch (error) {
     throw databaseError(error)

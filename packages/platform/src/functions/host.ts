@@ -34,6 +34,7 @@ import { findNamespace, type Namespace } from '../deploy/namespaces.ts'
 import { activeReleaseOf } from '../deploy/dev-names.ts'
 import type { SecretStore } from '../secrets/index.ts'
 import type { SchemaCache } from '../data-api/index.ts'
+import type { NamespaceSql } from '../deploy/namespace-sql.ts'
 import type { FunctionDeclaration } from '../manifest/index.ts'
 import type { Clock } from '../lib/clock.ts'
 import { notImplemented, ServiceError } from '../lib/errors.ts'
@@ -82,6 +83,8 @@ export interface FunctionHostDeps {
   readonly clock: Clock
   readonly logger: Logger
   readonly schemas: SchemaCache
+  /** The namespace login pools `ctx.data` runs through (the data API's); without, the wrapper. */
+  readonly appSql?: NamespaceSql
   /** Release bundles are written below this directory (and Deno's cache in `.deno`). */
   readonly bundlesDir: string
   readonly sdkEntry?: string
@@ -455,7 +458,10 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
         checkDataAuthorization(meta.identity, deps.clock.now())
         if (meta.namespace === null) throw new ServiceError('NOT_FOUND', 'this app has no database yet')
         const schema = await deps.schemas.get(deps.db, { schemaName: meta.namespace.schemaName, releaseId: meta.releaseId })
-        return await runDataCall({ db: deps.db, namespace: meta.namespace, schema, identity: meta.identity, method: call.method, args: call.args })
+        return await runDataCall({
+          db: deps.db, ...(deps.appSql ? { sql: deps.appSql } : {}),
+          namespace: meta.namespace, schema, identity: meta.identity, method: call.method, args: call.args,
+        })
       }
       case 'jobs':
         if (deps.jobs === undefined) throw notImplemented('ctx.jobs')

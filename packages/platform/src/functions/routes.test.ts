@@ -315,6 +315,25 @@ describe(`Functions over HTTP (${backend})`, () => {
     assert.deepEqual(value.titles, ['ann note!', 'bob jwt!', 'bob note!', 'owner note!'])
   })
 
+  test(`ctx.data runs ${backend === 'postgres' ? 'through the namespace login pools (the system role on its own), one statement a call' : 'through the namespace wrapper'}`, async () => {
+    const app = (await findAppBySlug(h.t.db, 'notes'))!
+    const fn = (await h.platform.functions.resolve(app, 'sweep'))!
+    const before = h.platform.appSql.stats()
+    const result = await h.platform.functions.run(fn, { input: {}, user: null })
+    assert.ok(result.ok, JSON.stringify(result))
+    const userValue = await annSdk.functions.call('notes', { title: 'pooled note' })
+    assert.equal(userValue.created.owner_id, ann.userId)
+    const after = h.platform.appSql.stats()
+    if (backend === 'postgres') {
+      assert.ok(after.login > before.login, 'login pool statements')
+      assert.equal(after.wrapper, before.wrapper, 'nothing through the wrapper')
+      assert.ok(after.pools >= 2, 'the user role and the system role each have a pool')
+    } else {
+      assert.equal(after.login, 0)
+      assert.ok(after.wrapper > before.wrapper)
+    }
+  })
+
   test('an anonymous caller cannot write through a public Function', async () => {
     const error = await rejection(anonSdk.functions.call('addNote', {}))
     assert.equal(error.code, 'AUTH_REQUIRED')
