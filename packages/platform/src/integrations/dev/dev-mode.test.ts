@@ -304,7 +304,8 @@ export default defineFunction({ input: object({}), handler: ({ integration }) =>
     assert.deepEqual([large.status, large.body.error.code], [413, 'INTEGRATION_EVENT_TOO_LARGE'])
     // order.cancelled needs orders.write, which desk's slot does not request.
     assert.equal((await post({ type: 'order.cancelled', data: { orderId: 'o1' } })).body.error.code, 'INTEGRATION_EVENT_NOT_SUBSCRIBED')
-    assert.equal((await post({ type: 'order.created', id: '' })).body.error.code, 'VALIDATION_FAILED')
+    assert.equal((await post({ type: 'order.created', id: '' })).body.error.code, 'INTEGRATION_EVENT_INVALID')
+    assert.equal((await post({ type: 'order.created', data: { orderId: 'a\u0000b', total: 1 } })).body.error.code, 'INTEGRATION_EVENT_INVALID', 'as emit refuses it')
     assert.equal((await api(alice.token, 'POST', '/v1/apps/desk/dev/ada/integrations/crm/events', { type: 'x.y' })).body.error.code, 'INTEGRATION_NOT_FOUND')
   })
 

@@ -15,14 +15,12 @@ import type { Clock } from '../../lib/clock.ts'
 import { ServiceError } from '../../lib/errors.ts'
 import type { App } from '../../apps/apps.ts'
 import { activeReleaseOf } from '../../deploy/dev-names.ts'
-import type { IntegrationEvent, IntegrationSlot } from '../../manifest/index.ts'
 import { failureResponse, type FunctionHost } from '../../functions/index.ts'
 import { listFunctionLogs, MAX_LOG_PAGE } from '../../functions/context-log.ts'
 import { activeBinding, publishedContract } from '../bindings/index.ts'
 import { selectReleaseManifest } from '../bindings/queries.ts'
+import { eventEnvelope, readEvent, runEventHandler, slotHandler } from '../events/index.ts'
 
-/** Longest JSON text of an event's `data` (spec 8: 64 KiB). */
-export const MAX_EVENT_DATA_BYTES = 64 * 1024
 /** The `bindingId` a handler sees for a slot not bound in production: the nil UUID. */
 export const UNBOUND_BINDING_ID = '00000000-0000-0000-0000-000000000000'
 
@@ -43,31 +41,6 @@ export interface InjectedDelivery {
   readonly logs: readonly unknown[]
 }
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false
-  const proto = Object.getPrototypeOf(value)
-  return proto === Object.prototype || proto === null
-}
-
-function eventData(event: IntegrationEvent, data: unknown): Record<string, unknown> {
-  const chosen = data === undefined ? event.fake : data
-  if (chosen === undefined) {
-    throw new ServiceError('VALIDATION_FAILED', `give data: the event type "${event.type}" declares no fake payload`, { details: { field: 'data' } })
-  }
-  // The codes emit answers for the same faults (integrations/events).
-  if (!isPlainObject(chosen)) throw new ServiceError('INTEGRATION_EVENT_INVALID', 'data is a JSON object', { details: { field: 'data' } })
-  if (Buffer.byteLength(JSON.stringify(chosen)) > MAX_EVENT_DATA_BYTES) {
-    throw new ServiceError('INTEGRATION_EVENT_TOO_LARGE', `data is at most ${MAX_EVENT_DATA_BYTES} bytes of JSON`, { details: { field: 'data', maxBytes: MAX_EVENT_DATA_BYTES } })
-  }
-  return chosen
-}
-
-function subscribes(slot: IntegrationSlot, integration: string, event: IntegrationEvent): boolean {
-  return slot.integration === integration && slot.account === 'app' && slot.events !== undefined
-    && slot.capabilities.includes(event.capability)
-    && (slot.events.types === undefined || slot.events.types.includes(event.type))
-}
-
 /**
  * @example
  * const { deliveries } = await injectDevEvent(deps, { app, devName: 'ada', integration: 'orders', type: 'order.created' })
@@ -78,9 +51,6 @@ export async function injectDevEvent(
 ): Promise<{ event: { id: string; type: string }; deliveries: InjectedDelivery[] }> {
   const { app, devName, integration } = input
   if (typeof input.type !== 'string' || input.type.length === 0) throw new ServiceError('VALIDATION_FAILED', 'type is the event type, a string', { details: { field: 'type' } })
-  if (input.id !== undefined && (typeof input.id !== 'string' || input.id.length === 0 || input.id.length > 255)) {
-    throw new ServiceError('VALIDATION_FAILED', 'id is a string of 1 to 255 characters', { details: { field: 'id' } })
-  }
   const releaseId = await activeReleaseOf(deps.db, app.id, devName)
   const manifest = releaseId === null ? null : await selectReleaseManifest(deps.db, releaseId)
   if (!manifest) {
@@ -96,33 +66,39 @@ export async function injectDevEvent(
     throw new ServiceError('INTEGRATION_EVENT_TYPE_NOT_DECLARED', `the integration "${integration}" declares no event type "${input.type.slice(0, 128)}"`,
       { details: { integration, type: input.type.slice(0, 128) } })
   }
-  const data = eventData(event, input.data)
-  const slots = Object.entries(manifest.integrations).filter(([, slot]) => subscribes(slot, integration, event))
+  const data = input.data === undefined ? event.fake : input.data
+  if (data === undefined) {
+    throw new ServiceError('VALIDATION_FAILED', `give data: the event type "${event.type}" declares no fake payload`, { details: { field: 'data' } })
+  }
+  // The checks emit makes (id, data a JSON object of at most 64 KiB), with emit's codes.
+  const checked = readEvent({ type: event.type, id: input.id === undefined ? `dev-${randomUUID()}` : input.id, data })
+  // Who would receive it in production (integrations/events slotHandler), requesting the event's capability.
+  const slots = Object.entries(manifest.integrations).flatMap(([name, slot]) => {
+    const receives = slotHandler(slot, { integration, type: event.type })
+    return 'handler' in receives && slot.capabilities.includes(event.capability) ? [{ name, slot, handler: receives.handler }] : []
+  })
   if (slots.length === 0) {
     throw new ServiceError('INTEGRATION_EVENT_NOT_SUBSCRIBED',
       `no slot of the development release of ${app.slug} (${devName}) receives "${event.type}" events of "${integration}": declare events.function on an account: app slot that requests "${event.capability}"`,
       { details: { integration, type: event.type } })
   }
-  const id = typeof input.id === 'string' ? input.id : `dev-${randomUUID()}`
-  const occurredAt = deps.clock.now().toISOString()
-  const host = deps.host()
+  const occurredAt = deps.clock.now()
   const deliveries: InjectedDelivery[] = []
-  for (const [slotName, slot] of slots) {
-    const functionName = slot.events!.function
-    const fn = await host.resolveDev(app, devName, functionName)
-    if (fn === null) throw new ServiceError('FUNCTION_NOT_FOUND', `the development namespace ${devName} has no Function ${functionName}`)
-    const binding = await activeBinding(deps.db, { appId: app.id, slot: slotName, userId: null })
-    const envelope = { id, type: event.type, occurredAt, integration: slotName, provider: slot.provider, bindingId: binding?.id ?? UNBOUND_BINDING_ID, data }
+  for (const { name, slot, handler } of slots) {
+    const binding = await activeBinding(deps.db, { appId: app.id, slot: name, userId: null })
+    const envelope = eventEnvelope({
+      id: checked.id, type: checked.type, occurredAt, slot: name, provider: slot.provider, bindingId: binding?.id ?? UNBOUND_BINDING_ID, data: checked.data,
+    })
     const requestId = randomUUID()
-    const result = await host.run(fn, { input: envelope, user: null, requestId, awaitLogs: true })
+    const result = await runEventHandler(deps.host(), { app, devName, handler, envelope, requestId, awaitLogs: true })
     const page = await listFunctionLogs(deps.db, { appId: app.id, devName, requestId, limit: MAX_LOG_PAGE })
     const logs = [...page.lines].reverse()
     if (result.ok) {
-      deliveries.push({ slot: slotName, function: functionName, requestId, ok: true, value: result.value, logs })
+      deliveries.push({ slot: name, function: handler, requestId, ok: true, value: result.value, logs })
     } else {
       const { status, body } = failureResponse(result.error, { environment: 'development' })
-      deliveries.push({ slot: slotName, function: functionName, requestId, ok: false, status, error: body.error, logs })
+      deliveries.push({ slot: name, function: handler, requestId, ok: false, status, error: body.error, logs })
     }
   }
-  return { event: { id, type: event.type }, deliveries }
+  return { event: { id: checked.id, type: checked.type }, deliveries }
 }

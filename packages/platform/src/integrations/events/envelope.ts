@@ -47,12 +47,15 @@ export function eventEnvelope(input: {
  */
 export async function runEventHandler(
   functions: FunctionHost,
-  input: { app: App; devName?: string; handler: string; envelope: EventEnvelope; requestId?: string },
+  input: { app: App; devName?: string; handler: string; envelope: EventEnvelope; requestId?: string; awaitLogs?: boolean },
 ): Promise<InvokeResult> {
   const devName = input.devName ?? ''
   const fn = devName === '' ? await functions.resolve(input.app, input.handler) : await functions.resolveDev(input.app, devName, input.handler)
   if (fn === null || fn.declaration.access !== 'system') {
     throw new ServiceError('FUNCTION_NOT_FOUND', `the event handler "${input.handler}" is not a declared system Function`, { details: { function: input.handler } })
   }
-  return await functions.run(fn, { input: input.envelope, user: null, ...(input.requestId === undefined ? {} : { requestId: input.requestId }) })
+  return await functions.run(fn, {
+    input: input.envelope, user: null,
+    ...(input.requestId === undefined ? {} : { requestId: input.requestId }), ...(input.awaitLogs ? { awaitLogs: true } : {}),
+  })
 }

@@ -14,7 +14,7 @@ import { emitEvent, type EmitCall } from './emit.ts'
 import { integrationEventRoutes } from './routes.ts'
 
 export { eventEnvelope, runEventHandler, type EventEnvelope } from './envelope.ts'
-export { MAX_EVENT_DATA_BYTES, MAX_EVENT_ID_LENGTH, type EmitCall } from './emit.ts'
+export { MAX_EVENT_DATA_BYTES, MAX_EVENT_ID_LENGTH, readEvent, type EmitCall } from './emit.ts'
 export { DELIVERY_RETENTION_MS, RETRY_DELAYS_SECONDS, type DeliveryWorkerOptions } from './delivery-worker.ts'
 export { slotHandler } from './subscription.ts'
 export type { DeliveryView } from './routes.ts'
