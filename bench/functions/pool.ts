@@ -185,14 +185,15 @@ try {
   const first = await coldStarts(bundleDir, emptyCache, 1)
   rmSync(emptyCache, { recursive: true, force: true })
   figures.cold_start_empty_cache_ms = round(summary('cold start, empty Deno cache (first ever)', first))
-  // Spare and spawned cold starts alternate in rounds, so both see the same machine load.
+  // Spare and spawned cold starts and `deno run` take turns sample by sample, so all three
+  // see the same machine load.
   const withSpare: number[] = []
   const spawned: number[] = []
   const bare: number[] = []
-  for (let round = 0; round < 4; round += 1) {
-    withSpare.push(...await coldStarts(bundleDir, denoDir, COLD_STARTS / 4, spares))
-    spawned.push(...await coldStarts(bundleDir, denoDir, COLD_STARTS / 4))
-    bare.push(...bareStarts(deno, emptyScript, denoDir, COLD_STARTS / 4))
+  for (let sample = 0; sample < COLD_STARTS; sample += 1) {
+    withSpare.push(...await coldStarts(bundleDir, denoDir, 1, spares))
+    spawned.push(...await coldStarts(bundleDir, denoDir, 1))
+    bare.push(...bareStarts(deno, emptyScript, denoDir, 1))
   }
   figures.cold_start_p50_ms = round(summary('cold start, with a spare worker (place + import + run)', withSpare))
   figures.cold_start_no_spare_p50_ms = round(summary('cold start, no spare (spawn + import + run)', spawned))

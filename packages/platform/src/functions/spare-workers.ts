@@ -157,7 +157,16 @@ export function createSpareWorkers(options: SpareWorkersOptions): SpareWorkers {
   }
 
   function fill(): void {
-    while (!closed && !broken && idle.length < options.count) start()
+    while (!closed && !broken && idle.length < options.count) {
+      try {
+        start()
+      } catch (error) {
+        // The directory could not be made: pools start their own workers until the next `take` tries again.
+        logger.warn('could not start a spare functions worker', { error: (error as Error).message })
+        broken = true
+        settleWaiters()
+      }
+    }
   }
 
   function start(): void {
@@ -223,8 +232,12 @@ export function createSpareWorkers(options: SpareWorkersOptions): SpareWorkers {
     const ownSpare = spare
     void child.exited.then(() => {
       // Only once the process is gone can no one read the directory: then the slot is free again.
-      rmSync(ownSpare.directory, { recursive: true, force: true })
-      slots.delete(ownSpare.slot)
+      try {
+        rmSync(ownSpare.directory, { recursive: true, force: true })
+        slots.delete(ownSpare.slot)
+      } catch (error) {
+        logger.warn('could not remove a functions worker directory; its slot stays taken', { directory: ownSpare.directory, error: (error as Error).message })
+      }
     })
     logger.info('spare functions worker started', { pid: child.pid, slot })
   }
@@ -242,7 +255,6 @@ export function createSpareWorkers(options: SpareWorkersOptions): SpareWorkers {
       const index = idle.findIndex((spare) => spare.readied)
       const [spare] = idle.splice(index === -1 ? 0 : index, 1)
       if (spare === undefined) return undefined
-      // The replacement starts after the taker has sent its invocation.
       // The replacement starts once the taken worker has answered its first message (or after
       // REFILL_DELAY_MS): starting Deno beside the first invocation's import would slow it.
       spare.refill = setTimeout(() => refill(spare), REFILL_DELAY_MS)
