@@ -31,8 +31,8 @@ export function createProviderInvoker(deps: { db: Db; host: () => FunctionHost }
     const result = await host.run(fn, {
       input: invocation.input,
       user: null,
-      // The caller's limit (25 seconds for operations), or the Function's own when shorter.
-      timeoutMs: Math.min(invocation.timeoutMs, fn.declaration.timeoutSeconds * 1000),
+      // The caller's limit (25 seconds for operations), or the Function's own when shorter; a fixed one (sync's 15 minutes) as it is.
+      timeoutMs: invocation.fixedTimeout ? invocation.timeoutMs : Math.min(invocation.timeoutMs, fn.declaration.timeoutSeconds * 1000),
       integration: { context: invocation.integration, secrets: invocation.secrets, mayEmit: invocation.mayEmit },
       ...(invocation.requestId === undefined ? {} : { requestId: invocation.requestId }),
     })

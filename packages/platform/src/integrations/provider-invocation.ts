@@ -39,6 +39,12 @@ export interface ProviderInvocation {
   /** Whether `integration.emit` may be called (false for OAuth exchange and refresh). */
   readonly mayEmit: boolean
   readonly timeoutMs: number
+  /**
+   * True: `timeoutMs` holds whatever the Function declares (a sync run has the full 15
+   * minutes, spec 8, as a queue attempt has its queue's timeout). Otherwise the Function's own
+   * `timeoutSeconds` applies when shorter.
+   */
+  readonly fixedTimeout?: boolean
   /** Correlation with the consumer's request. */
   readonly requestId?: string
 }

@@ -97,6 +97,7 @@ async function attempt(deps: SyncRunDeps, input: { connectionId: string; request
     secrets,
     mayEmit: true,
     timeoutMs: SYNC_TIMEOUT_MS,
+    fixedTimeout: true,
     requestId: input.requestId,
   })
   if (result.ok) return { outcome: 'succeeded', error: null }

@@ -80,7 +80,7 @@ function providerManifest(port: number, sync: string): string {
   - name: syncImpl
     entrypoint: functions/sync.ts
     access: system
-    timeoutSeconds: 900
+    timeoutSeconds: 1
   - name: ordersImpl
     entrypoint: functions/orders.ts
     access: system
@@ -320,9 +320,12 @@ export default defineFunction({ input: object({}), handler: () => [] })
     at('2026-11-21T15:30:00Z')
     assert.equal((await h.platform.sync.tick()).started, 0, 'the 15:30 occurrence does not overlap the 15:15 run')
     assert.equal((await status())?.running, true)
+    // Held past the Function's own timeoutSeconds (1): a sync run has the full 15 minutes (spec 8).
+    await new Promise((resolve) => setTimeout(resolve, 1_500))
     reporter.setMode('ok')
     reporter.release()
     await h.platform.sync.idle()
+    assert.equal((await status())?.lastOutcome, 'succeeded', 'not timed out at the Function\'s own 1 second')
     assert.equal(reporter.maxActive, 1)
     assert.equal((await tick()).started, 1, 'the occurrence that came due during the run runs once after it')
     assert.equal((await tick()).started, 0)
