@@ -7,7 +7,7 @@
 // is not a change 400. A change `{ id, type: "order.updated", order }` is emitted as the
 // event order.updated with `{ order }`, its id the shop's change id, so a sender's retry of
 // the same change creates no second delivery.
-import { array, defineFunction, errors, isServiceError, object, string, type FunctionContext, type JsonObject } from '@service/server'
+import { array, defineFunction, errors, object, string, type JsonObject } from '@service/server'
 
 export const SIGNING_SECRET = 'WEBHOOK_SIGNING_SECRET'
 export const SIGNATURE_HEADER = 'x-orders-signature'
@@ -30,20 +30,6 @@ async function signedBy(secret: string, input: { header: string | undefined; bod
   return crypto.subtle.verify('HMAC', key, signature, encoder.encode(input.body))
 }
 
-/**
- * The connection's signing secret, or null when its managers left the optional field empty:
- * an empty optional credential is not among the invocation's secrets, and `get` of a name
- * the app does not declare itself fails SECRET_NOT_DECLARED.
- */
-async function signingSecret(secrets: FunctionContext<unknown>['secrets']): Promise<string | null> {
-  try {
-    return await secrets.get(SIGNING_SECRET)
-  } catch (error) {
-    if (isServiceError(error) && error.code === 'SECRET_NOT_DECLARED') return null
-    throw error
-  }
-}
-
 export default defineFunction({
   input: object({
     method: string(),
@@ -52,7 +38,8 @@ export default defineFunction({
     receivedAt: string(),
   }),
   async handler({ input, secrets, integration }) {
-    const secret = await signingSecret(secrets)
+    // null when the connection's managers left the optional field empty.
+    const secret = await secrets.get(SIGNING_SECRET)
     if (secret === null) {
       throw errors.forbidden('WEBHOOK_NOT_CONFIGURED', 'This connection has no webhook signing secret; someone who manages it enters one on its page')
     }

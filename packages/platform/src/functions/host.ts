@@ -148,7 +148,8 @@ export interface IntegrationsContextCall {
  */
 export interface IntegrationRunOptions {
   readonly context: WireIntegration
-  readonly secrets: Readonly<Record<string, string>>
+  /** null: a credential the contract declares, left empty (optional): `get` gives null, `require` fails SECRET_NOT_SET. */
+  readonly secrets: Readonly<Record<string, string | null>>
   /** Whether `ctx.integration.emit` may be called (provider-invocation.ts `mayEmit`); absent: unless the trigger is `oauth`. */
   readonly mayEmit?: boolean
 }
@@ -261,7 +262,7 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
   /** Each invocation's `ctx.log` lines: stored in batches, in call order, at most MAX_LOG_LINES_PER_INVOCATION. */
   const logs = new WeakMap<HostMeta, LogState>()
   /** An integration invocation's secrets overlay (connection values), read before the namespace's secrets. */
-  const overlays = new WeakMap<HostMeta, Readonly<Record<string, string>>>()
+  const overlays = new WeakMap<HostMeta, Readonly<Record<string, string | null>>>()
   /** The integration invocations that may call `ctx.integration.emit`. */
   const emitters = new WeakSet<HostMeta>()
   const idleMs = deps.poolIdleMs ?? DEFAULT_POOL_IDLE_MS
@@ -437,7 +438,9 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
         const overlay = overlays.get(meta)
         const name = call.args[0]
         if (overlay !== undefined && (call.method === 'get' || call.method === 'require') && typeof name === 'string' && Object.hasOwn(overlay, name)) {
-          return overlay[name]
+          const value = overlay[name]!
+          if (value !== null || call.method === 'get') return value
+          throw new ServiceError('SECRET_NOT_SET', `the connection has no value for its optional credential ${name}`, { details: { secret: name } })
         }
         return await secrets.answer({ scope: { appId: meta.appId, devName: meta.devName }, releaseId: meta.releaseId, method: call.method, args: call.args })
       }
@@ -597,7 +600,7 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
         overlays.set(meta, options.integration.secrets)
         // Absent: as the trigger allows (operation, sync, webhook; never OAuth exchange or refresh).
         if (options.integration.mayEmit ?? options.integration.context.trigger !== 'oauth') emitters.add(meta)
-        secrets.rememberHanded({ appId: meta.appId, devName }, Object.values(options.integration.secrets))
+        secrets.rememberHanded({ appId: meta.appId, devName }, Object.values(options.integration.secrets).filter((value): value is string => value !== null))
       }
       const timeoutMs = options.timeoutMs ?? fn.declaration.timeoutSeconds * 1000
       const { entry, done } = poolFor(meta, timeoutMs)

@@ -198,8 +198,11 @@ export function createBroker(deps: BrokerDeps): Broker {
 export async function invocationSecrets(
   deps: Pick<BrokerDeps, 'keyring' | 'accessToken'>,
   input: { connection: Connection; credentials: readonly CredentialRow[]; contract: IntegrationContract; requestId?: string },
-): Promise<Record<string, string>> {
-  const secrets: Record<string, string> = Object.fromEntries(openCredentials({ keyring: deps.keyring, connection: input.connection, rows: input.credentials }))
+): Promise<Record<string, string | null>> {
+  const values = openCredentials({ keyring: deps.keyring, connection: input.connection, rows: input.credentials })
+  // A declared credential left empty reads as null (`get`), not as an undeclared secret.
+  const secrets: Record<string, string | null> = Object.fromEntries(input.contract.credentials.map((field) => [field.name, values.get(field.name) ?? null]))
+  for (const [name, value] of values) secrets[name] = value
   if (input.contract.authorization && deps.accessToken) {
     secrets[input.contract.authorization.accessToken] = await deps.accessToken({
       connectionId: input.connection.id, ...(input.requestId === undefined ? {} : { requestId: input.requestId }),

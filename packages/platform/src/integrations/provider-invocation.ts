@@ -33,9 +33,10 @@ export interface ProviderInvocation {
   /**
    * Values the Function reads with `ctx.secrets.get(NAME)` for this invocation only, over the
    * provider's own declared secrets (connection credentials; the OAuth access token under its
-   * declared name). Redacted from everything the invocation writes or throws.
+   * declared name). Redacted from everything the invocation writes or throws. null: a
+   * credential the contract declares that the connection left empty (optional).
    */
-  readonly secrets: Readonly<Record<string, string>>
+  readonly secrets: Readonly<Record<string, string | null>>
   /** Whether `integration.emit` may be called (false for OAuth exchange and refresh). */
   readonly mayEmit: boolean
   readonly timeoutMs: number

@@ -169,7 +169,7 @@ export interface DevProviderRunDeps {
  */
 export async function devProviderRun(
   deps: DevProviderRunDeps, input: { actor: User; app: App; devName: string; releaseId: string; functionName: string; requestId?: string },
-): Promise<{ context: IntegrationContext; secrets: Record<string, string> } | null> {
+): Promise<{ context: IntegrationContext; secrets: Record<string, string | null> } | null> {
   const contract = (await selectReleaseManifest(deps.db, input.releaseId))?.provides?.integration
   const role = contract ? integrationRoleOf(contract, input.functionName) : null
   if (!contract || !role) return null

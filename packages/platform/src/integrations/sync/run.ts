@@ -79,7 +79,7 @@ async function attempt(deps: SyncRunDeps, input: { connectionId: string; request
   if (!published || !sync) {
     return { outcome: 'failed', error: { code: 'INTEGRATION_NOT_FOUND', message: 'the provider app no longer publishes a sync for this integration' } }
   }
-  let secrets: Record<string, string>
+  let secrets: Record<string, string | null>
   try {
     secrets = await invocationSecrets(deps, { connection, credentials: await selectCredentials(db, connection.id), contract: published.contract, requestId: input.requestId })
   } catch (error) {

@@ -85,7 +85,7 @@ export function createWebhookReceiver(deps: WebhookDeps): WebhookReceiver {
       const connection = toConnection(target)
       const context = { requestId: request.requestId, connectionId: connection.id, providerAppId: connection.providerAppId }
       if (connection.status === 'reconnect_required') return RECONNECT_REQUIRED
-      let secrets: Record<string, string>
+      let secrets: Record<string, string | null>
       try {
         secrets = await invocationSecrets(deps, {
           connection, credentials: target.credentials, contract: target.contract,
