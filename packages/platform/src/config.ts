@@ -49,6 +49,22 @@ export interface Config {
   readonly functionHeapMb: number
   /** FUNCTION_SPARE_WORKERS: Deno processes kept started for new Functions pools (cold starts); 0 keeps none. */
   readonly functionSpareWorkers: number
+  /** AI_*: the OpenAI-compatible provider `ctx.ai` calls (ai/, docs/operations.md); null fields are unset. */
+  readonly ai: AiSettings
+}
+
+/** The AI provider settings; a call needing an unset one fails AI_NOT_CONFIGURED naming it. */
+export interface AiSettings {
+  /** AI_BASE_URL, e.g. https://api.openai.com/v1 or http://127.0.0.1:11434/v1 (Ollama). */
+  readonly baseUrl: string | null
+  /** AI_API_KEY, sent as a bearer token; local servers may need none. Never logged. */
+  readonly apiKey: string | null
+  /** AI_TEXT_MODEL: generateText, streamText and generateObject. */
+  readonly textModel: string | null
+  /** AI_IMAGE_MODEL: generateImage. */
+  readonly imageModel: string | null
+  /** AI_TIMEOUT_MS: longest wait for the provider's answer (for streams, for each next piece). */
+  readonly timeoutMs: number
 }
 
 export class ConfigError extends Error {
@@ -148,5 +164,26 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     functionMemoryMb: mebibytes('FUNCTION_MEMORY_MB', env.FUNCTION_MEMORY_MB, { fallback: 512, min: 64 }),
     functionHeapMb: mebibytes('FUNCTION_HEAP_MB', env.FUNCTION_HEAP_MB, { fallback: 256, min: 16 }),
     functionSpareWorkers: integer('FUNCTION_SPARE_WORKERS', env.FUNCTION_SPARE_WORKERS, 1),
+    ai: aiSettings(env),
+  })
+}
+
+function aiSettings(env: Record<string, string | undefined>): AiSettings {
+  const baseUrl = env.AI_BASE_URL || null
+  if (baseUrl !== null) {
+    let url: URL
+    try {
+      url = new URL(baseUrl)
+    } catch {
+      throw new ConfigError(`AI_BASE_URL must be an absolute URL, got "${baseUrl}"`)
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError('AI_BASE_URL must use http or https')
+  }
+  return Object.freeze({
+    baseUrl,
+    apiKey: env.AI_API_KEY || null,
+    textModel: env.AI_TEXT_MODEL || null,
+    imageModel: env.AI_IMAGE_MODEL || null,
+    timeoutMs: positive('AI_TIMEOUT_MS', env.AI_TIMEOUT_MS, 120_000),
   })
 }

@@ -1,0 +1,130 @@
+// AI attachment checks (spec 4.3, 8) on real bytes: each limit and each refusal has its own
+// code; types, animation and page counts come from the bytes, never from names or declared
+// types. Managed files come through a stand-in for the files feature's readManagedFile
+// (the Deno tests in ai.test.ts cover the same checks through a real Function).
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { ServiceError } from '../lib/errors.ts'
+import { checkAttachments, type ManagedFileBytes } from './attachments.ts'
+import { gif, jpeg, pdf, png, webp } from './test-fixtures.ts'
+
+const MIB = 1024 * 1024
+
+function managed(files: Record<string, Uint8Array>, names: Record<string, string> = {}) {
+  return async (ref: string): Promise<ManagedFileBytes> => {
+    const data = files[ref]
+    if (data === undefined) throw new ServiceError('NOT_FOUND', 'no such file')
+    // A misleading name and stored type: neither may decide anything.
+    return { data, contentType: 'image/png', name: names[ref] ?? 'photo.png', size: data.length, generation: 1 }
+  }
+}
+
+async function refused(attachments: unknown, code: string, files: Record<string, Uint8Array> = {}): Promise<ServiceError> {
+  try {
+    await checkAttachments(attachments, managed(files))
+  } catch (error) {
+    assert.ok(error instanceof ServiceError, String(error))
+    assert.equal(error.code, code, error.message)
+    return error
+  }
+  assert.fail(`expected ${code}`)
+}
+
+describe('AI attachments', () => {
+  test('PNG, JPEG, still WEBP and still GIF images are accepted with the type their bytes have', async () => {
+    const parts = await checkAttachments([
+      { type: 'image', data: png(), contentType: 'image/png' },
+      { type: 'image', data: jpeg(), contentType: 'image/jpeg' },
+      { type: 'image', data: webp(), contentType: 'image/webp' },
+      { type: 'file', file: 'ref-gif' },
+    ], managed({ 'ref-gif': gif(1) }))
+    assert.deepEqual(parts.map((part) => part.mediaType), ['image/png', 'image/jpeg', 'image/webp', 'image/gif'])
+  })
+
+  test('detail original is kept on a managed image for the provider', async () => {
+    const [part] = await checkAttachments([{ type: 'file', file: 'a', detail: 'original' }], managed({ a: png() }))
+    assert.deepEqual(part!.providerOptions, { openaiCompatible: { detail: 'original' } })
+  })
+
+  test('a fifth image is AI_ATTACHMENTS_TOO_MANY', async () => {
+    const image = { type: 'image', data: png(), contentType: 'image/png' }
+    await refused([image, image, image, image, image], 'AI_ATTACHMENTS_TOO_MANY')
+  })
+
+  test('an image over 15 MiB is AI_IMAGE_TOO_LARGE; exactly 15 MiB passes', async () => {
+    assert.equal((await checkAttachments([{ type: 'file', file: 'a' }], managed({ a: png({ padTo: 15 * MIB }) }))).length, 1)
+    const error = await refused([{ type: 'file', file: 'a' }], 'AI_IMAGE_TOO_LARGE', { a: png({ padTo: 15 * MIB + 1 }) })
+    assert.deepEqual(error.details, { index: 0, size: 15 * MIB + 1, limit: 15 * MIB })
+  })
+
+  test('images over 20 MiB together are AI_ATTACHMENTS_TOO_LARGE', async () => {
+    const files = { a: png({ padTo: 10 * MIB }), b: png({ padTo: 10 * MIB + 1 }) }
+    await refused([{ type: 'file', file: 'a' }, { type: 'file', file: 'b' }], 'AI_ATTACHMENTS_TOO_LARGE', files)
+  })
+
+  test('animated GIF, animated WEBP and APNG are AI_ATTACHMENT_ANIMATED', async () => {
+    await refused([{ type: 'image', data: gif(2), contentType: 'image/gif' }], 'AI_ATTACHMENT_ANIMATED')
+    await refused([{ type: 'image', data: webp(true), contentType: 'image/webp' }], 'AI_ATTACHMENT_ANIMATED')
+    await refused([{ type: 'file', file: 'a' }], 'AI_ATTACHMENT_ANIMATED', { a: png({ animated: true }) })
+  })
+
+  test('a declared type other than the bytes is AI_ATTACHMENT_TYPE_MISMATCH', async () => {
+    const error = await refused([{ type: 'image', data: png(), contentType: 'image/jpeg' }], 'AI_ATTACHMENT_TYPE_MISMATCH')
+    assert.deepEqual(error.details, { index: 0, declared: 'image/jpeg', detected: 'image/png' })
+  })
+
+  test('bytes of another type, whatever the file is called, are AI_ATTACHMENT_TYPE_UNSUPPORTED', async () => {
+    await refused([{ type: 'file', file: 'a' }], 'AI_ATTACHMENT_TYPE_UNSUPPORTED', { a: new TextEncoder().encode('just text, named photo.png') })
+    await refused([{ type: 'image', data: png(), contentType: 'image/bmp' }], 'AI_ATTACHMENT_TYPE_UNSUPPORTED')
+  })
+
+  test('remote URLs are AI_ATTACHMENT_URL_NOT_ACCEPTED', async () => {
+    await refused([{ type: 'image', data: 'https://example.com/cat.png', contentType: 'image/png' }], 'AI_ATTACHMENT_URL_NOT_ACCEPTED')
+    await refused([{ type: 'file', file: 'https://example.com/receipt.pdf' }], 'AI_ATTACHMENT_URL_NOT_ACCEPTED')
+    await refused([{ type: 'image', url: 'https://example.com/cat.png' }], 'AI_ATTACHMENT_URL_NOT_ACCEPTED')
+  })
+
+  test('a managed PDF of 20 pages passes with its name; 21 pages is AI_PDF_TOO_MANY_PAGES', async () => {
+    const files = { ok: await pdf(20), long: await pdf(21) }
+    const parts = await checkAttachments([{ type: 'file', file: 'ok' }], managed(files, { ok: 'receipt.pdf' }))
+    assert.equal(parts[0]!.mediaType, 'application/pdf')
+    assert.equal(parts[0]!.filename, 'receipt.pdf')
+    const error = await refused([{ type: 'file', file: 'long' }], 'AI_PDF_TOO_MANY_PAGES', files)
+    assert.deepEqual(error.details, { index: 0, pages: 21, limit: 20 })
+  })
+
+  test('a managed PDF over 20 MiB is AI_PDF_TOO_LARGE', async () => {
+    await refused([{ type: 'file', file: 'a' }], 'AI_PDF_TOO_LARGE', { a: await pdf(1, { padTo: 20 * MIB + 1 }) })
+  })
+
+  test('a PDF as inline bytes is AI_PDF_NOT_MANAGED, however it is declared', async () => {
+    const bytes = await pdf(1)
+    await refused([{ type: 'image', data: bytes, contentType: 'image/png' }], 'AI_PDF_NOT_MANAGED')
+    await refused([{ type: 'image', data: bytes, contentType: 'application/pdf' }], 'AI_PDF_NOT_MANAGED')
+  })
+
+  test('a PDF beside another attachment is AI_PDF_NOT_ALONE', async () => {
+    await refused([{ type: 'file', file: 'a' }, { type: 'image', data: png(), contentType: 'image/png' }], 'AI_PDF_NOT_ALONE', { a: await pdf(1) })
+  })
+
+  test('a PDF that cannot be read is AI_PDF_INVALID', async () => {
+    await refused([{ type: 'file', file: 'a' }], 'AI_PDF_INVALID', { a: new TextEncoder().encode('%PDF-1.7\nnot really a PDF at all') })
+  })
+
+  test('malformed attachments are AI_ATTACHMENT_INVALID', async () => {
+    await refused('not a list', 'AI_ATTACHMENT_INVALID')
+    await refused([null], 'AI_ATTACHMENT_INVALID')
+    await refused([{ type: 'audio' }], 'AI_ATTACHMENT_INVALID')
+    await refused([{ type: 'image', data: 'aGVsbG8=', contentType: 'image/png' }], 'AI_ATTACHMENT_INVALID')
+    await refused([{ type: 'file', file: 'a', detail: 'high' }], 'AI_ATTACHMENT_INVALID')
+    await refused([{ type: 'file', file: 'a', extra: 1 }], 'AI_ATTACHMENT_INVALID')
+  })
+
+  test('without the files feature a managed attachment is NOT_IMPLEMENTED naming it', async () => {
+    await assert.rejects(checkAttachments([{ type: 'file', file: 'a' }], undefined), (error: ServiceError) => {
+      assert.equal(error.code, 'NOT_IMPLEMENTED')
+      assert.match(error.message, /ctx\.files/)
+      return true
+    })
+  })
+})

@@ -1,0 +1,207 @@
+/**
+ * AI attachments (spec 4.3, 8): checks what a Function attaches and turns it into the AI
+ * SDK's file parts. Up to four PNG, JPEG, WEBP or non-animated GIF images (15 MiB each),
+ * or one managed PDF (at most 20 pages and 20 MiB); 20 MiB together; no remote URLs; PDFs
+ * only as managed file references. Types, animation and page counts come from the bytes
+ * (`file-type`, `pdf-lib`, animation.ts), never from names or declared types. Each
+ * violation has its own code (lib/errors.ts, docs/api.md).
+ */
+import { fileTypeFromBuffer } from 'file-type'
+import { PDFDocument } from 'pdf-lib'
+import type { FilePart } from 'ai'
+import { notImplemented, ServiceError } from '../lib/errors.ts'
+import { gifIsAnimated, webpIsAnimated } from './animation.ts'
+
+const MIB = 1024 * 1024
+export const ATTACHMENT_LIMITS = Object.freeze({
+  images: 4,
+  imageBytes: 15 * MIB,
+  pdfBytes: 20 * MIB,
+  pdfPages: 20,
+  totalBytes: 20 * MIB,
+})
+
+const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/webp', 'image/gif'])
+
+/** A managed file's bytes as the files feature gives them (files/index.ts `readManagedFile`). */
+export interface ManagedFileBytes {
+  readonly data: Uint8Array
+  readonly contentType: string
+  readonly name: string
+  readonly size: number
+  readonly generation?: unknown
+}
+
+/** Reads a managed file under the invocation's authority; absent until the files feature is wired. */
+export type ReadAttachmentFile = ((ref: string) => Promise<ManagedFileBytes>) | undefined
+
+interface Loaded {
+  readonly index: number
+  readonly data: Uint8Array
+  readonly managed: boolean
+  readonly declared: string | null
+  readonly name: string | null
+  readonly detail: 'original' | null
+}
+
+/**
+ * Checks `attachments` (the call's raw value) and returns the file parts to send.
+ *
+ * @example
+ * const parts = await checkAttachments([{ type: 'file', file: ref, detail: 'original' }], readFile)
+ */
+export async function checkAttachments(attachments: unknown, readFile: ReadAttachmentFile): Promise<FilePart[]> {
+  if (attachments === undefined) return []
+  if (!Array.isArray(attachments)) throw invalid('attachments must be an array')
+  if (attachments.length > ATTACHMENT_LIMITS.images) {
+    throw new ServiceError('AI_ATTACHMENTS_TOO_MANY', `At most ${ATTACHMENT_LIMITS.images} images (or one PDF) may be attached, got ${attachments.length}`, {
+      details: { limit: ATTACHMENT_LIMITS.images, count: attachments.length },
+    })
+  }
+  const shapes = attachments.map((attachment, index) => shapeOf(attachment, index))
+  const loaded: Loaded[] = []
+  for (const shape of shapes) loaded.push(shape.kind === 'inline' ? shape.loaded : await loadManaged(shape, readFile))
+
+  const parts: FilePart[] = []
+  let total = 0
+  let pdfs = 0
+  for (const item of loaded) {
+    const size = item.data.byteLength
+    const detected = await detectType(item.data)
+    if (detected === 'application/pdf') {
+      if (!item.managed) {
+        throw new ServiceError('AI_PDF_NOT_MANAGED', `Attachment ${item.index} is a PDF; attach PDFs as managed files ({ type: 'file', file: <file ref> })`, {
+          details: { index: item.index },
+        })
+      }
+      if (size > ATTACHMENT_LIMITS.pdfBytes) {
+        throw new ServiceError('AI_PDF_TOO_LARGE', `Attachment ${item.index} is a PDF of ${size} bytes; a PDF may have at most ${ATTACHMENT_LIMITS.pdfBytes} (20 MiB)`, {
+          details: { index: item.index, size, limit: ATTACHMENT_LIMITS.pdfBytes },
+        })
+      }
+      const pages = await pdfPageCount(item)
+      if (pages > ATTACHMENT_LIMITS.pdfPages) {
+        throw new ServiceError('AI_PDF_TOO_MANY_PAGES', `Attachment ${item.index} is a PDF of ${pages} pages; at most ${ATTACHMENT_LIMITS.pdfPages} are allowed`, {
+          details: { index: item.index, pages, limit: ATTACHMENT_LIMITS.pdfPages },
+        })
+      }
+      pdfs += 1
+    } else if (detected !== null && IMAGE_TYPES.has(detected)) {
+      if (item.declared !== null && item.declared !== detected) {
+        throw new ServiceError('AI_ATTACHMENT_TYPE_MISMATCH', `Attachment ${item.index} says ${item.declared} but its bytes are ${detected}`, {
+          details: { index: item.index, declared: item.declared, detected },
+        })
+      }
+      if (size > ATTACHMENT_LIMITS.imageBytes) {
+        throw new ServiceError('AI_IMAGE_TOO_LARGE', `Attachment ${item.index} is an image of ${size} bytes; an image may have at most ${ATTACHMENT_LIMITS.imageBytes} (15 MiB)`, {
+          details: { index: item.index, size, limit: ATTACHMENT_LIMITS.imageBytes },
+        })
+      }
+      if ((detected === 'image/gif' && gifIsAnimated(item.data)) || (detected === 'image/webp' && webpIsAnimated(item.data))) {
+        throw animated(item.index, detected)
+      }
+    } else if (detected === 'image/apng') {
+      throw animated(item.index, 'image/apng')
+    } else {
+      throw new ServiceError('AI_ATTACHMENT_TYPE_UNSUPPORTED', `Attachment ${item.index} is ${detected ?? 'of an unknown type'}; attach PNG, JPEG, WEBP or GIF images, or one managed PDF`, {
+        details: { index: item.index, detected },
+      })
+    }
+    total += size
+    parts.push({
+      type: 'file',
+      data: item.data,
+      mediaType: detected,
+      ...(item.name !== null && detected === 'application/pdf' ? { filename: item.name } : {}),
+      ...(item.detail !== null ? { providerOptions: { openaiCompatible: { detail: item.detail } } } : {}),
+    })
+  }
+  if (pdfs > 0 && loaded.length > 1) {
+    throw new ServiceError('AI_PDF_NOT_ALONE', 'A PDF is attached alone: attach up to four images, or one PDF', { details: { count: loaded.length } })
+  }
+  if (total > ATTACHMENT_LIMITS.totalBytes) {
+    throw new ServiceError('AI_ATTACHMENTS_TOO_LARGE', `The attachments hold ${total} bytes together; at most ${ATTACHMENT_LIMITS.totalBytes} (20 MiB) are allowed`, {
+      details: { size: total, limit: ATTACHMENT_LIMITS.totalBytes },
+    })
+  }
+  return parts
+}
+
+type Shape =
+  | { readonly kind: 'inline'; readonly loaded: Loaded }
+  | { readonly kind: 'managed'; readonly index: number; readonly ref: string; readonly detail: 'original' | null }
+
+function shapeOf(attachment: unknown, index: number): Shape {
+  if (typeof attachment !== 'object' || attachment === null || Array.isArray(attachment)) {
+    throw invalid(`attachment ${index} must be an object`, index)
+  }
+  const record = attachment as Record<string, unknown>
+  if (typeof record.url === 'string' || typeof record.image_url === 'object' || record.type === 'url' || record.type === 'image_url') {
+    throw urlRefused(index)
+  }
+  if (record.type === 'image') {
+    for (const key of Object.keys(record)) {
+      if (!['type', 'data', 'contentType'].includes(key)) throw invalid(`attachment ${index} has an unknown field "${key.slice(0, 64)}"`, index)
+    }
+    if (typeof record.data === 'string' && looksLikeUrl(record.data)) throw urlRefused(index)
+    if (!(record.data instanceof Uint8Array)) throw invalid(`attachment ${index} needs data as bytes (a Uint8Array)`, index)
+    if (typeof record.contentType !== 'string') throw invalid(`attachment ${index} needs a contentType`, index)
+    if (record.contentType === 'application/pdf') {
+      throw new ServiceError('AI_PDF_NOT_MANAGED', `Attachment ${index} is a PDF; attach PDFs as managed files ({ type: 'file', file: <file ref> })`, { details: { index } })
+    }
+    if (!IMAGE_TYPES.has(record.contentType)) {
+      throw new ServiceError('AI_ATTACHMENT_TYPE_UNSUPPORTED', `Attachment ${index} says ${record.contentType.slice(0, 100)}; attach PNG, JPEG, WEBP or GIF images`, {
+        details: { index, declared: record.contentType.slice(0, 100) },
+      })
+    }
+    return { kind: 'inline', loaded: { index, data: record.data, managed: false, declared: record.contentType, name: null, detail: null } }
+  }
+  if (record.type === 'file') {
+    for (const key of Object.keys(record)) {
+      if (!['type', 'file', 'detail'].includes(key)) throw invalid(`attachment ${index} has an unknown field "${key.slice(0, 64)}"`, index)
+    }
+    if (typeof record.file !== 'string' || record.file.length === 0) throw invalid(`attachment ${index} needs file: a managed file reference`, index)
+    if (looksLikeUrl(record.file)) throw urlRefused(index)
+    if (record.detail !== undefined && record.detail !== 'original') throw invalid(`attachment ${index}: detail may only be 'original'`, index)
+    return { kind: 'managed', index, ref: record.file, detail: record.detail === 'original' ? 'original' : null }
+  }
+  throw invalid(`attachment ${index} must have type 'file' or 'image'`, index)
+}
+
+async function loadManaged(shape: Extract<Shape, { kind: 'managed' }>, readFile: ReadAttachmentFile): Promise<Loaded> {
+  if (readFile === undefined) throw notImplemented('ctx.files (managed file attachments)')
+  const file = await readFile(shape.ref)
+  return { index: shape.index, data: file.data, managed: true, declared: null, name: file.name, detail: shape.detail }
+}
+
+async function detectType(data: Uint8Array): Promise<string | null> {
+  const result = await fileTypeFromBuffer(data)
+  return result?.mime ?? null
+}
+
+async function pdfPageCount(item: Loaded): Promise<number> {
+  try {
+    const document = await PDFDocument.load(item.data, { ignoreEncryption: true, updateMetadata: false, throwOnInvalidObject: false })
+    return document.getPageCount()
+  } catch (error) {
+    throw new ServiceError('AI_PDF_INVALID', `Attachment ${item.index} is not a PDF that can be read`, { details: { index: item.index }, cause: error })
+  }
+}
+
+function looksLikeUrl(value: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(value) || /^data:/i.test(value)
+}
+
+function urlRefused(index: number): ServiceError {
+  return new ServiceError('AI_ATTACHMENT_URL_NOT_ACCEPTED', `Attachment ${index} is a URL; remote images are not accepted: attach bytes or a managed file`, {
+    details: { index },
+  })
+}
+
+function animated(index: number, type: string): ServiceError {
+  return new ServiceError('AI_ATTACHMENT_ANIMATED', `Attachment ${index} is an animated image (${type}); attach a still image`, { details: { index, detected: type } })
+}
+
+function invalid(message: string, index?: number): ServiceError {
+  return new ServiceError('AI_ATTACHMENT_INVALID', message, index === undefined ? {} : { details: { index } })
+}
