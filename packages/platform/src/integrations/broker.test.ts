@@ -16,13 +16,12 @@ import { CookieClient, field } from '../../test/cookie-client.ts'
 import { AUTH, signedInBrowser } from '../../test/sign-in-flow.ts'
 import { findUserById } from '../identity/index.ts'
 import { findAppBySlug } from '../apps/apps.ts'
-import { createConnection } from './connections/connections.ts'
 import { insertConnection } from './connections/queries.ts'
 import { storeTokens } from './oauth/tokens.ts'
 import { activeBinding, bindAfterConnect, unbindSlot } from './bindings/index.ts'
 import { isRetryable } from '../jobs/dispatcher.ts'
 import { signIn } from '../../test/data-fixture.ts'
-import { consumerManifest, deployApp } from '../../test/integration-fixture.ts'
+import { consumerManifest, createTestConnection, deployApp, listOrders, ordersContract, READ_AND_WRITE } from '../../test/integration-fixture.ts'
 
 const API_KEY = 'sk_live_broker_secret_7d1f0a9c3e'
 const ORG_KEY = 'sk_live_broker_org_secret_52bb81'
@@ -82,33 +81,14 @@ const PROVIDER = `functions:
     entrypoint: functions/slow.ts
     access: system
     timeoutSeconds: 1
-provides:
-  integration:
-    name: orders
-    title: Orders
-    description: The shop's orders
-    credentials:
-      - name: SHOP_API_KEY
-        label: API key
-    capabilities:
-      - name: orders.read
-        description: Read orders
-      - name: orders.write
-        description: Change orders
-    operations:
-      - name: orders.list
-        capability: orders.read
-        function: ordersImpl
-        description: Lists orders
-      - name: orders.slow
-        capability: orders.read
-        function: slowImpl
-        description: Never answers in time
-      - name: orders.cancel
-        capability: orders.write
-        function: ordersImpl
-        description: Cancels an order
-`
+${ordersContract({
+  capabilities: READ_AND_WRITE,
+  operations: [
+    listOrders('ordersImpl'),
+    { name: 'orders.slow', capability: 'orders.read', function: 'slowImpl', description: 'Never answers in time' },
+    { name: 'orders.cancel', capability: 'orders.write', function: 'ordersImpl', description: 'Cancels an order' },
+  ],
+})}`
 
 const PROVIDER_CODE = `import { defineFunction, errors, object, string } from '@service/server'
 export default defineFunction({
@@ -168,17 +148,7 @@ describe(`bindings and the broker (${backend})`, () => {
   }
 
   async function connection(userId: string, input: { kind: 'personal' | 'organisation'; key: string }): Promise<string> {
-    const actor = (await findUserById(h.t.db, userId))!
-    const shop = (await findAppBySlug(h.t.db, 'shop'))!
-    const { connection } = await createConnection({ db: h.t.db, clock: h.clock, keyring: h.platform.connectionKeyring }, {
-      actor,
-      integration: {
-        appId: shop.id, appSlug: 'shop', organisationId: shop.organisationId!, name: 'orders', title: 'Orders', description: '',
-        credentials: [{ name: 'SHOP_API_KEY', label: 'API key', secret: true, optional: false }], oauth: false,
-      },
-      kind: input.kind, label: `${input.kind} shop`, values: { SHOP_API_KEY: input.key },
-    })
-    return connection.id
+    return createTestConnection(h, { userId, kind: input.kind, values: { SHOP_API_KEY: input.key } })
   }
 
   /** Runs the consumer's Function as `userId` (null: anonymous) and gives its value or its error. */
