@@ -11,10 +11,7 @@ import { createHash } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import { backend } from '../../../test/test-db.ts'
 import { bundle, manifest, ownerApi, startHarness, type Harness } from '../../../test/harness.ts'
-import { deployApp } from '../../../test/integration-fixture.ts'
-import { findUserById } from '../../identity/index.ts'
-import { findAppBySlug } from '../../apps/apps.ts'
-import { createConnection } from '../connections/connections.ts'
+import { consumerManifest, createTestConnection, deployApp, listOrders, ORDER_CREATED, ordersContract, READ_AND_WRITE } from '../../../test/integration-fixture.ts'
 import { UNBOUND_BINDING_ID } from './index.ts'
 
 const KEY = 'sk_dev_mode_alice_3f9a1c'
@@ -35,48 +32,20 @@ const PROVIDER = `functions:
   - name: plain
     entrypoint: functions/plain.ts
     access: public
-provides:
-  integration:
-    name: orders
-    title: Orders
-    description: The shop's orders
-    credentials:
-      - name: SHOP_API_KEY
-        label: API key
-    capabilities:
-      - name: orders.read
-        description: Read orders
-      - name: orders.write
-        description: Change orders
-    operations:
-      - name: orders.list
-        capability: orders.read
-        function: ordersImpl
-        description: Lists orders
-        fake: ${JSON.stringify(FAKE_ORDERS)}
-      - name: orders.get
-        capability: orders.read
-        function: ordersImpl
-        description: One order, with no fake
-      - name: orders.cancel
-        capability: orders.write
-        function: ordersImpl
-        description: Cancels an order
-        fake: { cancelled: true }
-    sync:
-      function: syncImpl
-      schedule: "*/15 * * * *"
-    webhook:
-      function: hookImpl
-    events:
-      - type: order.created
-        capability: orders.read
-        description: An order was placed
-        fake: ${JSON.stringify(FAKE_EVENT)}
-      - type: order.cancelled
-        capability: orders.write
-        description: An order was cancelled
-`
+${ordersContract({
+  capabilities: READ_AND_WRITE,
+  operations: [
+    { ...listOrders('ordersImpl'), fake: FAKE_ORDERS },
+    { name: 'orders.get', capability: 'orders.read', function: 'ordersImpl', description: 'One order, with no fake' },
+    { name: 'orders.cancel', capability: 'orders.write', function: 'ordersImpl', description: 'Cancels an order', fake: { cancelled: true } },
+  ],
+  sync: { function: 'syncImpl', schedule: '*/15 * * * *' },
+  webhook: 'hookImpl',
+  events: [
+    { ...ORDER_CREATED, fake: FAKE_EVENT },
+    { type: 'order.cancelled', capability: 'orders.write', description: 'An order was cancelled' },
+  ],
+})}`
 
 const PROVIDER_CODE = `import { defineFunction, object, optional, string } from '@service/server'
 export default defineFunction({
@@ -97,16 +66,7 @@ const CONSUMER = `functions:
   - name: onOrder
     entrypoint: functions/on-order.ts
     access: system
-integrations:
-  shop:
-    provider: custom
-    integration: orders
-    account: app
-    cardinality: one
-    capabilities: [orders.read]
-    events:
-      function: onOrder
-`
+${consumerManifest({ slots: { shop: { integration: 'orders', capabilities: ['orders.read'], events: 'onOrder' } } })}`
 
 const CONSUMER_CODE = `import { defineFunction, object, string } from '@service/server'
 export default defineFunction({
@@ -144,17 +104,7 @@ describe(`development mode for integrations (${backend})`, () => {
     api(token, 'POST', `/v1/apps/${app}/dev/ada/functions/${fn}/invoke`, { input })
 
   async function connection(userId: string, input: { kind: 'personal' | 'organisation'; key: string; integration?: string }): Promise<string> {
-    const actor = (await findUserById(h.t.db, userId))!
-    const shop = (await findAppBySlug(h.t.db, 'shop'))!
-    const { connection } = await createConnection({ db: h.t.db, clock: h.clock, keyring: h.platform.connectionKeyring }, {
-      actor,
-      integration: {
-        appId: shop.id, appSlug: 'shop', organisationId: shop.organisationId!, name: input.integration ?? 'orders', title: 'Orders', description: '',
-        credentials: [{ name: 'SHOP_API_KEY', label: 'API key', secret: true, optional: false }], oauth: false,
-      },
-      kind: input.kind, label: `${input.kind} shop`, values: { SHOP_API_KEY: input.key },
-    })
-    return connection.id
+    return createTestConnection(h, { userId, kind: input.kind, values: { SHOP_API_KEY: input.key }, ...(input.integration ? { integration: input.integration } : {}) })
   }
 
   before(async () => {
