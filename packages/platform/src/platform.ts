@@ -39,6 +39,7 @@ import { createProviderInvoker } from './functions/provider-invoker.ts'
 import { createDataApi, createSchemaCache } from './data-api/index.ts'
 import { createNamespaceSql, type NamespaceSql } from './deploy/namespace-sql.ts'
 import { callFunction, callRoute, createFunctionHost, type FunctionHost } from './functions/index.ts'
+import { createAi } from './ai/index.ts'
 import { join } from 'node:path'
 import { createJobs, jobRoutes, type Jobs, type JobsOptions } from './jobs/index.ts'
 import { createCronScheduler, cronRoutes, type CronScheduler, type CronSchedulerOptions } from './cron/index.ts'
@@ -46,7 +47,7 @@ import { createSyncScheduler, type SyncScheduler, type SyncSchedulerOptions } fr
 
 export interface PlatformDeps {
   config: Pick<Config, 'baseUrl' | 'production' | 'smtpUrl' | 'mailFrom' | 'registration'> &
-    Partial<Pick<Config, 'signInLimits' | 'trustProxy' | 'dataDir' | 'statementTimeoutMs' | 'appConnections' | 'appPoolSize' | 'functionMemoryMb' | 'functionHeapMb' | 'functionSpareWorkers'>>
+    Partial<Pick<Config, 'signInLimits' | 'trustProxy' | 'dataDir' | 'statementTimeoutMs' | 'appConnections' | 'appPoolSize' | 'functionMemoryMb' | 'functionHeapMb' | 'functionSpareWorkers' | 'ai'>>
   db: Db
   clock: Clock
   logger: Logger
@@ -100,6 +101,9 @@ export interface Platform {
   /** Stops every Functions worker and the edge caches' change subscriptions. */
   close(): Promise<void>
 }
+
+/** No AI provider: every `ctx.ai` call fails AI_NOT_CONFIGURED naming AI_BASE_URL. */
+const NO_AI = Object.freeze({ baseUrl: null, apiKey: null, textModel: null, imageModel: null, timeoutMs: 120_000 })
 
 export function createPlatform(deps: PlatformDeps): Platform {
   const { db, clock, logger } = deps
@@ -184,6 +188,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     jobs: { answer: (call) => jobs.answer(call) },
     integrations: { answer: (call) => broker.answer(call) },
     events: { emit: (call) => events.emit(call) },
+    ai: createAi({ settings: deps.config.ai ?? NO_AI, logger }),
     ...(deps.config.functionMemoryMb === undefined ? {} : { memoryBudgetMb: deps.config.functionMemoryMb }),
     ...(deps.config.functionHeapMb === undefined ? {} : { maxHeapMb: deps.config.functionHeapMb }),
     ...(deps.config.functionSpareWorkers === undefined ? {} : { spareWorkers: deps.config.functionSpareWorkers }),

@@ -9,6 +9,7 @@ import { silentLogger } from '../src/lib/logger.ts'
 import { newSecret } from '../src/lib/crypto.ts'
 import { randomBytes } from 'node:crypto'
 import type { PlatformDeps } from '../src/platform.ts'
+import type { AiSettings } from '../src/config.ts'
 import { createTestDb, type TestDb } from './test-db.ts'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -28,14 +29,14 @@ export interface Harness {
   close(): Promise<void>
 }
 
-export async function startHarness(existing?: TestDb, overrides: Partial<Pick<PlatformDeps, 'mailer' | 'sessions' | 'logger'>> & { registration?: boolean; baseUrl?: string } = {}): Promise<Harness> {
+export async function startHarness(existing?: TestDb, overrides: Partial<Pick<PlatformDeps, 'mailer' | 'sessions' | 'logger'>> & { registration?: boolean; baseUrl?: string; ai?: AiSettings } = {}): Promise<Harness> {
   const t = existing ?? (await createTestDb())
   const clock = new ManualClock('2026-11-21T12:00:00Z')
   const operatorKey = newSecret('svc_operator_')
   const bundlesDir = mkdtempSync(join(tmpdir(), 'service-bundles-'))
   const platform = createPlatform({
     bundlesDir,
-    config: { baseUrl: new URL(overrides.baseUrl ?? BASE), production: false, smtpUrl: null, mailFrom: 'Service <no-reply@localhost>', registration: overrides.registration ?? true },
+    config: { baseUrl: new URL(overrides.baseUrl ?? BASE), production: false, smtpUrl: null, mailFrom: 'Service <no-reply@localhost>', registration: overrides.registration ?? true, ...(overrides.ai ? { ai: overrides.ai } : {}) },
     masterKey: new Uint8Array(randomBytes(32)),
     ...(overrides.mailer ? { mailer: overrides.mailer } : {}),
     ...(overrides.sessions ? { sessions: overrides.sessions } : {}),

@@ -26,7 +26,19 @@ export interface AiDeps<Identity> {
   readonly settings: AiSettings
   readonly logger: Logger
   /** Reads a managed file's bytes under the invocation's authority (files/index.ts); absent until wired. */
-  readonly readFile?: (input: { appId: string; devName: string; identity: Identity; ref: string }) => Promise<ManagedFileBytes>
+  readonly readFile?: (input: ReadFileInput<Identity>) => Promise<ManagedFileBytes>
+}
+
+/** What reading an attachment's managed file takes (files/index.ts `readManagedFile`'s input). */
+export interface ReadFileInput<Identity> {
+  readonly appId: string
+  readonly devName: string
+  readonly identity: Identity
+  readonly user: { readonly id: string } | null
+  readonly job: { readonly id: string } | null
+  readonly ref: string
+  /** Refuse a larger file before reading it (FILE_TOO_LARGE). */
+  readonly maxBytes: number
 }
 
 /** A `ctx.ai` call with the invocation as the Functions host knows it. */
@@ -34,6 +46,8 @@ export interface AiContextCall<Identity> {
   readonly appId: string
   readonly devName: string
   readonly identity: Identity
+  readonly user: { readonly id: string } | null
+  readonly job: { readonly id: string } | null
   readonly method: string
   readonly args: readonly unknown[]
   /** Aborts when the invocation ends: open streams and requests stop. */
@@ -98,7 +112,9 @@ export function createAi<Identity>(deps: AiDeps<Identity>): Ai<Identity> {
     const readFile = deps.readFile
     const parts = await checkAttachments(
       options.attachments,
-      readFile === undefined ? undefined : (ref) => readFile({ appId: call.appId, devName: call.devName, identity: call.identity, ref }),
+      readFile === undefined
+        ? undefined
+        : (ref, { maxBytes }) => readFile({ appId: call.appId, devName: call.devName, identity: call.identity, user: call.user, job: call.job, ref, maxBytes }),
     )
     const content: ModelMessage = parts.length === 0
       ? { role: 'user', content: prompt }
@@ -159,6 +175,8 @@ export function createAi<Identity>(deps: AiDeps<Identity>): Ai<Identity> {
             const result = await generateText({
               model: provider.textModel(), ...request, maxRetries: 0, abortSignal: signal,
               output: Output.object({ schema: jsonSchema(schema as Parameters<typeof jsonSchema>[0]) }),
+              // OpenAI's strict mode needs every property required; optional() fields turn it off.
+              providerOptions: { openaiCompatible: { strictJsonSchema: fitsStrictMode(schema) } },
             })
             return result.output
           })
@@ -242,6 +260,24 @@ export function createAi<Identity>(deps: AiDeps<Identity>): Ai<Identity> {
       }
     },
   }
+}
+
+/** Whether every object in a JSON Schema requires all its properties and admits no others. */
+export function fitsStrictMode(schema: unknown): boolean {
+  if (typeof schema !== 'object' || schema === null) return true
+  if (Array.isArray(schema)) return schema.every(fitsStrictMode)
+  const record = schema as Record<string, unknown>
+  if (record.type === 'object' || record.properties !== undefined) {
+    const properties = (record.properties ?? {}) as Record<string, unknown>
+    const required = Array.isArray(record.required) ? record.required : []
+    if (record.additionalProperties !== false) return false
+    if (!Object.keys(properties).every((key) => required.includes(key))) return false
+    if (!Object.values(properties).every(fitsStrictMode)) return false
+  }
+  for (const key of ['items', 'anyOf', 'oneOf', 'allOf', 'prefixItems']) {
+    if (record[key] !== undefined && !fitsStrictMode(record[key])) return false
+  }
+  return true
 }
 
 function options(call: { readonly method: string; readonly args: readonly unknown[] }): Record<string, unknown> {

@@ -10,10 +10,17 @@ import { gif, jpeg, pdf, png, webp } from './test-fixtures.ts'
 
 const MIB = 1024 * 1024
 
+/** Reads refused for their size (readManagedFile's maxBytes: refused before the bytes are read). */
+const refusedReads: string[] = []
+
 function managed(files: Record<string, Uint8Array>, names: Record<string, string> = {}) {
-  return async (ref: string): Promise<ManagedFileBytes> => {
+  return async (ref: string, options: { maxBytes: number }): Promise<ManagedFileBytes> => {
     const data = files[ref]
     if (data === undefined) throw new ServiceError('NOT_FOUND', 'no such file')
+    if (data.length > options.maxBytes) {
+      refusedReads.push(ref)
+      throw new ServiceError('FILE_TOO_LARGE', 'too large', { details: { size: data.length, limit: options.maxBytes } })
+    }
     // A misleading name and stored type: neither may decide anything.
     return { data, contentType: 'image/png', name: names[ref] ?? 'photo.png', size: data.length, generation: 1 }
   }
@@ -57,9 +64,14 @@ describe('AI attachments', () => {
     assert.deepEqual(error.details, { index: 0, size: 15 * MIB + 1, limit: 15 * MIB })
   })
 
-  test('images over 20 MiB together are AI_ATTACHMENTS_TOO_LARGE', async () => {
+  test('images over 20 MiB together are AI_ATTACHMENTS_TOO_LARGE, the file that does not fit never read', async () => {
     const files = { a: png({ padTo: 10 * MIB }), b: png({ padTo: 10 * MIB + 1 }) }
-    await refused([{ type: 'file', file: 'a' }, { type: 'file', file: 'b' }], 'AI_ATTACHMENTS_TOO_LARGE', files)
+    const error = await refused([{ type: 'file', file: 'a' }, { type: 'file', file: 'b' }], 'AI_ATTACHMENTS_TOO_LARGE', files)
+    assert.deepEqual(error.details, { index: 1, size: 10 * MIB + 1, limit: 20 * MIB })
+    assert.deepEqual(refusedReads.splice(0), ['b'])
+    // Exactly 20 MiB together passes.
+    const fits = { a: png({ padTo: 10 * MIB }), b: png({ padTo: 10 * MIB }) }
+    assert.equal((await checkAttachments([{ type: 'file', file: 'a' }, { type: 'file', file: 'b' }], managed(fits))).length, 2)
   })
 
   test('animated GIF, animated WEBP and APNG are AI_ATTACHMENT_ANIMATED', async () => {
@@ -93,8 +105,10 @@ describe('AI attachments', () => {
     assert.deepEqual(error.details, { index: 0, pages: 21, limit: 20 })
   })
 
-  test('a managed PDF over 20 MiB is AI_PDF_TOO_LARGE', async () => {
-    await refused([{ type: 'file', file: 'a' }], 'AI_PDF_TOO_LARGE', { a: await pdf(1, { padTo: 20 * MIB + 1 }) })
+  test('a managed PDF over 20 MiB is AI_ATTACHMENTS_TOO_LARGE without being read; exactly 20 MiB passes', async () => {
+    assert.equal((await checkAttachments([{ type: 'file', file: 'a' }], managed({ a: await pdf(1, { padTo: 20 * MIB }) }))).length, 1)
+    await refused([{ type: 'file', file: 'a' }], 'AI_ATTACHMENTS_TOO_LARGE', { a: await pdf(1, { padTo: 20 * MIB + 1 }) })
+    assert.deepEqual(refusedReads.splice(0), ['a'])
   })
 
   test('a PDF as inline bytes is AI_PDF_NOT_MANAGED, however it is declared', async () => {

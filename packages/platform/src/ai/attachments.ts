@@ -2,7 +2,8 @@
  * AI attachments (spec 4.3, 8): checks what a Function attaches and turns it into the AI
  * SDK's file parts. Up to four PNG, JPEG, WEBP or non-animated GIF images (15 MiB each),
  * or one managed PDF (at most 20 pages and 20 MiB); 20 MiB together; no remote URLs; PDFs
- * only as managed file references. Types, animation and page counts come from the bytes
+ * only as managed file references. A managed file that cannot fit in the 20 MiB is refused
+ * before it is read (AI_ATTACHMENTS_TOO_LARGE, which also serves a PDF over 20 MiB). Types, animation and page counts come from the bytes
  * (`file-type`, `pdf-lib`, animation.ts), never from names or declared types. Each
  * violation has its own code (lib/errors.ts, docs/api.md).
  */
@@ -32,8 +33,11 @@ export interface ManagedFileBytes {
   readonly generation?: unknown
 }
 
-/** Reads a managed file under the invocation's authority; absent until the files feature is wired. */
-export type ReadAttachmentFile = ((ref: string) => Promise<ManagedFileBytes>) | undefined
+/**
+ * Reads a managed file under the invocation's authority, refusing one over `maxBytes` before
+ * reading it (FILE_TOO_LARGE); absent until the files feature is wired.
+ */
+export type ReadAttachmentFile = ((ref: string, options: { readonly maxBytes: number }) => Promise<ManagedFileBytes>) | undefined
 
 interface Loaded {
   readonly index: number
@@ -59,8 +63,19 @@ export async function checkAttachments(attachments: unknown, readFile: ReadAttac
     })
   }
   const shapes = attachments.map((attachment, index) => shapeOf(attachment, index))
+  // Managed files are read within what the inline bytes leave of the 20 MiB, so a larger one is never read.
+  let budget = ATTACHMENT_LIMITS.totalBytes
+  for (const shape of shapes) if (shape.kind === 'inline') budget -= shape.loaded.data.byteLength
   const loaded: Loaded[] = []
-  for (const shape of shapes) loaded.push(shape.kind === 'inline' ? shape.loaded : await loadManaged(shape, readFile))
+  for (const shape of shapes) {
+    if (shape.kind === 'inline') {
+      loaded.push(shape.loaded)
+      continue
+    }
+    const item = await loadManaged(shape, readFile, Math.max(budget, 0))
+    budget -= item.data.byteLength
+    loaded.push(item)
+  }
 
   const parts: FilePart[] = []
   let total = 0
@@ -72,11 +87,6 @@ export async function checkAttachments(attachments: unknown, readFile: ReadAttac
       if (!item.managed) {
         throw new ServiceError('AI_PDF_NOT_MANAGED', `Attachment ${item.index} is a PDF; attach PDFs as managed files ({ type: 'file', file: <file ref> })`, {
           details: { index: item.index },
-        })
-      }
-      if (size > ATTACHMENT_LIMITS.pdfBytes) {
-        throw new ServiceError('AI_PDF_TOO_LARGE', `Attachment ${item.index} is a PDF of ${size} bytes; a PDF may have at most ${ATTACHMENT_LIMITS.pdfBytes} (20 MiB)`, {
-          details: { index: item.index, size, limit: ATTACHMENT_LIMITS.pdfBytes },
         })
       }
       const pages = await pdfPageCount(item)
@@ -113,7 +123,8 @@ export async function checkAttachments(attachments: unknown, readFile: ReadAttac
       data: item.data,
       mediaType: detected,
       ...(item.name !== null && detected === 'application/pdf' ? { filename: item.name } : {}),
-      ...(item.detail !== null ? { providerOptions: { openaiCompatible: { detail: item.detail } } } : {}),
+      // OpenAI's chat format has `detail` for images only (image_url.detail); a PDF part has no such field.
+      ...(item.detail !== null && detected !== 'application/pdf' ? { providerOptions: { openaiCompatible: { detail: item.detail } } } : {}),
     })
   }
   if (pdfs > 0 && loaded.length > 1) {
@@ -168,9 +179,16 @@ function shapeOf(attachment: unknown, index: number): Shape {
   throw invalid(`attachment ${index} must have type 'file' or 'image'`, index)
 }
 
-async function loadManaged(shape: Extract<Shape, { kind: 'managed' }>, readFile: ReadAttachmentFile): Promise<Loaded> {
+async function loadManaged(shape: Extract<Shape, { kind: 'managed' }>, readFile: ReadAttachmentFile, maxBytes: number): Promise<Loaded> {
   if (readFile === undefined) throw notImplemented('ctx.files (managed file attachments)')
-  const file = await readFile(shape.ref)
+  let file: ManagedFileBytes
+  try {
+    file = await readFile(shape.ref, { maxBytes })
+  } catch (error) {
+    if (error instanceof ServiceError && error.code === 'FILE_TOO_LARGE') throw tooLargeTogether(shape.index, (error.details as { size?: unknown } | undefined)?.size, error)
+    throw error
+  }
+  if (file.data.byteLength > maxBytes) throw tooLargeTogether(shape.index, file.data.byteLength)
   return { index: shape.index, data: file.data, managed: true, declared: null, name: file.name, detail: shape.detail }
 }
 
@@ -190,6 +208,14 @@ async function pdfPageCount(item: Loaded): Promise<number> {
 
 function looksLikeUrl(value: string): boolean {
   return /^[a-z][a-z0-9+.-]*:\/\//i.test(value) || /^data:/i.test(value)
+}
+
+/** A PDF's own limit (20 MiB) is the limit of all attachments together, so one code serves both. */
+function tooLargeTogether(index: number, size: unknown, cause?: unknown): ServiceError {
+  return new ServiceError('AI_ATTACHMENTS_TOO_LARGE', `Attachment ${index} does not fit: all attachments together may hold at most ${ATTACHMENT_LIMITS.totalBytes} bytes (20 MiB)`, {
+    details: { index, ...(typeof size === 'number' ? { size } : {}), limit: ATTACHMENT_LIMITS.totalBytes },
+    ...(cause === undefined ? {} : { cause }),
+  })
 }
 
 function urlRefused(index: number): ServiceError {

@@ -45,6 +45,7 @@ export function createAiProvider(settings: AiSettings): AiProvider {
   return {
     textModel: () => provider().chatModel(required(settings, 'textModel')),
     imageModel(answer) {
+      required(settings, 'baseUrl')
       const model = required(settings, 'imageModel')
       // The AI SDK's image answer schema drops `revised_prompt`; read it from a copy of the answer.
       const capture: typeof fetch = async (input, init) => {

@@ -37,6 +37,7 @@ import type { SchemaCache } from '../data-api/index.ts'
 import type { NamespaceSql } from '../deploy/namespace-sql.ts'
 import type { FunctionDeclaration } from '../manifest/index.ts'
 import type { Clock } from '../lib/clock.ts'
+import type { AiContextCall } from '../ai/index.ts'
 import { notImplemented, ServiceError } from '../lib/errors.ts'
 import { withFields, type Logger } from '../lib/logger.ts'
 import { materialiseRelease } from './bundle-files.ts'
@@ -113,6 +114,8 @@ export interface FunctionHostDeps {
   readonly integrations?: { answer(call: IntegrationsContextCall): Promise<unknown> }
   /** Answers `ctx.integration.emit` (integrations/events/); without it NOT_IMPLEMENTED. */
   readonly events?: { emit(call: IntegrationEmitCall): Promise<number> }
+  /** Answers `ctx.ai` (ai/, the platform calls the provider); without it NOT_IMPLEMENTED. */
+  readonly ai?: { answer(call: AiContextCall<DataIdentity>): Promise<unknown> }
 }
 
 /** A `ctx.integration.emit` call with the provider invocation as the host knows it. */
@@ -470,6 +473,12 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
         if (deps.jobs === undefined) throw notImplemented('ctx.jobs')
         return await deps.jobs.answer({
           appId: meta.appId, namespace: meta.namespace, devName: meta.devName, userId: meta.user?.id ?? null, method: call.method, args: call.args,
+        })
+      case 'ai':
+        if (deps.ai === undefined) throw notImplemented('ctx.ai')
+        return await deps.ai.answer({
+          appId: meta.appId, devName: meta.devName, identity: meta.identity, user: meta.user, job: meta.job,
+          method: call.method, args: call.args, signal: call.signal, invocation: meta,
         })
       default:
         throw notImplemented(`ctx.${call.member}`)

@@ -652,8 +652,8 @@ function contextFor(invocation: Invocation, meta: WireMeta): InvocationContext {
   } as FilesClient)
   const ai: AiClient = Object.freeze({
     generateText: (options) => call('ai', 'generateText', options),
-    // One reply carries the whole text (or its chunks); the stream replays it.
-    streamText: async (options) => textStream(await call('ai', 'streamText', options)),
+    // The platform reads the provider's stream; each pull asks it for the next piece.
+    streamText: async (options) => textStream(await call('ai', 'streamText', options), call),
     generateObject: async (options) => {
       const { schema, ...rest } = options
       const value = await call('ai', 'generateObject', { ...rest, schema: schema.describe() })
@@ -730,14 +730,40 @@ function httpRoute(route: WireHttpRoute): HttpRoute {
   return Object.freeze({ method: route.method, pathname: route.pathname, params: Object.freeze({ ...route.params }), query })
 }
 
-function textStream(reply: unknown): ReadableStream<string> {
-  const chunks = Array.isArray(reply) ? reply.map(String) : [String(reply ?? '')]
+/**
+ * `ctx.ai.streamText`'s stream: the reply holds the first piece and the platform's stream
+ * id (null when that piece was all); each pull asks for the next piece (null at the end),
+ * and cancelling the stream cancels the platform's.
+ */
+function textStream(
+  reply: unknown,
+  call: (member: string, method: string, ...args: unknown[]) => Promise<unknown>,
+): ReadableStream<string> {
+  const opened = reply as { stream: string | null; text: string }
+  let first: string | null = opened.text
+  let id = opened.stream
   return new ReadableStream<string>({
-    start(controller) {
-      for (const chunk of chunks) controller.enqueue(chunk)
+    async pull(controller) {
+      if (first !== null) {
+        const piece = first
+        first = null
+        if (piece.length > 0) controller.enqueue(piece)
+        if (id === null) controller.close()
+        return
+      }
+      if (id === null) return controller.close()
+      const piece = await call('ai', 'streamText.next', id)
+      if (typeof piece === 'string') return controller.enqueue(piece)
+      id = null
       controller.close()
     },
-  })
+    async cancel() {
+      if (id === null) return
+      const open = id
+      id = null
+      await call('ai', 'streamText.cancel', open).catch(() => {})
+    },
+  }, { highWaterMark: 0 })
 }
 
 // ---- Bytes in call args and replies ----
