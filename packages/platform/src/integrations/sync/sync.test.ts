@@ -13,14 +13,13 @@ import { after, before, describe, test } from 'node:test'
 import { backend, createTestDb } from '../../../test/test-db.ts'
 import { manifest, ownerApi, type Harness } from '../../../test/harness.ts'
 import { capturedLog, type CapturedLog } from '../../../test/captured-log.ts'
-import { consumerManifest, deployApp } from '../../../test/integration-fixture.ts'
+import { consumerManifest, createTestConnection, deployApp, listOrders, ordersContract } from '../../../test/integration-fixture.ts'
 import { eventually } from '../../../test/eventually.ts'
 import { AUTH, signedInBrowser } from '../../../test/sign-in-flow.ts'
 import { ManualClock } from '../../lib/clock.ts'
 import { newSecret } from '../../lib/crypto.ts'
 import { findUserById } from '../../identity/index.ts'
-import { findAppBySlug } from '../../apps/apps.ts'
-import { createConnection, findConnection, replaceCredentials, type PublishedIntegration } from '../connections/connections.ts'
+import { findConnection, findPublishedIntegration, replaceCredentials } from '../connections/connections.ts'
 import { startPlatform, startSecondProcess } from '../oauth/test-platform.ts'
 import { syncStatus } from './status.ts'
 
@@ -75,7 +74,10 @@ function startReporter() {
   }
 }
 
-function providerManifest(port: number, sync: string): string {
+/** A contract's sync block (spec 2.6). */
+interface SyncBlock { function: string; schedule: string; timezone?: string }
+
+function providerManifest(sync: SyncBlock): string {
   return `functions:
   - name: syncImpl
     entrypoint: functions/sync.ts
@@ -84,29 +86,7 @@ function providerManifest(port: number, sync: string): string {
   - name: ordersImpl
     entrypoint: functions/orders.ts
     access: system
-provides:
-  integration:
-    name: orders
-    title: Orders
-    description: The shop's orders
-    credentials:
-      - name: SHOP_API_KEY
-        label: API key
-    capabilities:
-      - name: orders.read
-        description: Read orders
-    operations:
-      - name: orders.list
-        capability: orders.read
-        function: ordersImpl
-        description: Lists orders
-    events:
-      - type: order.updated
-        capability: orders.read
-        description: An order changed
-    sync:
-${sync}
-`.replace('PORT', String(port))
+${ordersContract({ operations: [listOrders('ordersImpl')], events: [{ type: 'order.updated', capability: 'orders.read', description: 'An order changed' }], sync })}`
 }
 
 function syncCode(port: number): string {
@@ -136,7 +116,7 @@ export default defineFunction({
 `
 }
 
-const EVERY_15_MINUTES = '      function: syncImpl\n      schedule: "*/15 * * * *"'
+const EVERY_15_MINUTES: SyncBlock = { function: 'syncImpl', schedule: '*/15 * * * *' }
 
 describe(`integration sync (${backend})`, () => {
   let h: Harness
@@ -157,17 +137,13 @@ describe(`integration sync (${backend})`, () => {
   const status = () => syncStatus(h.t.db, { connectionId, now: h.clock.now() })
   const bind = async (app = 'desk') => assert.equal((await ownerApi(h, bob.token, 'PUT', `/v1/apps/${app}/integrations/shop/binding`, { connectionId })).status, 200)
   const unbind = async (app = 'desk') => assert.equal((await ownerApi(h, bob.token, 'DELETE', `/v1/apps/${app}/integrations/shop/binding`)).status, 204)
-  const deployProvider = (sync: string) => deployApp(h, alice.token, 'shop', {
-    'service.yaml': manifest('shop', providerManifest(port, sync), 'private'),
+  const deployProvider = (sync: SyncBlock) => deployApp(h, alice.token, 'shop', {
+    'service.yaml': manifest('shop', providerManifest(sync), 'private'),
     'functions/sync.ts': syncCode(port),
     'functions/orders.ts': `import { defineFunction, object } from '@service/server'
 export default defineFunction({ input: object({}), handler: () => [] })
 `,
   })
-  const orders: PublishedIntegration = {
-    appId: '', appSlug: 'shop', organisationId: '', name: 'orders', title: 'Orders', description: '',
-    credentials: [{ name: 'SHOP_API_KEY', label: 'API key', secret: true, optional: false }], oauth: false,
-  }
 
   before(async () => {
     reporter = startReporter()
@@ -181,19 +157,13 @@ export default defineFunction({ input: object({}), handler: () => [] })
     bob = await h.createOwner('bob@acme.test', 'Acme')
     assert.equal((await h.request('/v1/apps', { token: alice.token, json: { slug: 'shop', visibility: 'private' } })).status, 201)
     await deployProvider(EVERY_15_MINUTES)
-    const shop = (await findAppBySlug(h.t.db, 'shop'))!
-    Object.assign(orders, { appId: shop.id, organisationId: shop.organisationId! })
     for (const desk of ['desk', 'desk2']) {
       assert.equal((await h.request('/v1/apps', { token: bob.token, json: { slug: desk, visibility: 'private' } })).status, 201)
       await deployApp(h, bob.token, desk, {
         'service.yaml': manifest(desk, consumerManifest({ slots: { shop: { integration: 'orders', capabilities: ['orders.read'] } } }), 'private'),
       })
     }
-    const actor = (await findUserById(h.t.db, bob.userId))!
-    const made = await createConnection({ db: h.t.db, clock: h.clock, keyring: h.platform.connectionKeyring }, {
-      actor, integration: orders, kind: 'personal', label: 'Bob\'s shop', values: { SHOP_API_KEY: API_KEY },
-    })
-    connectionId = made.connection.id
+    connectionId = await createTestConnection(h, { userId: bob.userId, kind: 'personal', label: 'Bob\'s shop', values: { SHOP_API_KEY: API_KEY } })
   })
   after(async () => {
     reporter.release()
@@ -301,7 +271,7 @@ export default defineFunction({ input: object({}), handler: () => [] })
     at('2026-11-21T14:50:00Z')
     const actor = (await findUserById(h.t.db, bob.userId))!
     await replaceCredentials({ db: h.t.db, clock: h.clock, keyring: h.platform.connectionKeyring }, {
-      actor, id: connectionId, integration: orders, values: { SHOP_API_KEY: NEW_KEY },
+      actor, id: connectionId, integration: await findPublishedIntegration(h.t.db, { app: 'shop', integration: 'orders', actor }), values: { SHOP_API_KEY: NEW_KEY },
     })
     assert.equal((await tick()).started, 0, 'reconnecting does not run at once')
     assert.deepEqual((await status())?.nextRunAt, new Date('2026-11-21T15:00:00Z'))
@@ -401,7 +371,7 @@ export default defineFunction({ input: object({}), handler: () => [] })
 
   test('occurrences follow the contract\'s schedule in its time zone, a provider deploy\'s new schedule, the DST rules, and coalesce after downtime', async () => {
     at('2026-11-21T18:00:00Z')
-    await deployProvider('      function: syncImpl\n      schedule: "30 2 * * *"\n      timezone: Europe/Berlin')
+    await deployProvider({ function: 'syncImpl', schedule: '30 2 * * *', timezone: 'Europe/Berlin' })
     at('2026-11-21T18:05:00Z')
     assert.equal((await tick()).started, 0)
     assert.deepEqual((await status())?.nextRunAt, new Date('2026-11-22T01:30:00Z'), '02:30 in Berlin is 01:30 UTC in winter')
