@@ -13,12 +13,11 @@ import { after, before, describe, test } from 'node:test'
 import { backend, createTestDb } from '../../../test/test-db.ts'
 import { manifest, startHarness, type Harness } from '../../../test/harness.ts'
 import { capturedLog, type CapturedLog } from '../../../test/captured-log.ts'
-import { deployApp } from '../../../test/integration-fixture.ts'
+import { consumerManifest, createTestConnection, deployApp, listOrders, ORDER_CREATED, ordersContract } from '../../../test/integration-fixture.ts'
 import type { Db } from '../../db/db.ts'
 import { newSecret } from '../../lib/crypto.ts'
 import { findAppBySlug } from '../../apps/apps.ts'
-import { findUserById } from '../../identity/index.ts'
-import { createConnection, findConnection, markReconnectRequired } from '../connections/connections.ts'
+import { findConnection, markReconnectRequired, readWebhookToken } from '../connections/connections.ts'
 import { insertConnection } from '../connections/queries.ts'
 import { storeTokens } from '../oauth/tokens.ts'
 import { MAX_WEBHOOK_BODY_BYTES } from './body.ts'
@@ -68,29 +67,7 @@ function provider(name: string, webhook: boolean): string {
   - name: listOrders
     entrypoint: functions/list.ts
     access: system
-provides:
-  integration:
-    name: ${name}
-    title: Orders
-    description: The shop's orders
-    credentials:
-      - name: SHOP_API_KEY
-        label: API key
-    capabilities:
-      - name: orders.read
-        description: Read orders
-    operations:
-      - name: orders.list
-        capability: orders.read
-        function: listOrders
-        description: Lists orders
-    events:
-      - type: order.created
-        capability: orders.read
-        description: An order was placed
-${webhook ? `    webhook:
-      function: hook
-` : ''}`
+${ordersContract({ name, operations: [listOrders('listOrders')], events: [ORDER_CREATED], ...(webhook ? { webhook: 'hook' } : {}) })}`
 }
 
 const ACCESS_TOKEN = 'oauth_access_token_webhook_3b9d51'
@@ -143,16 +120,7 @@ const CONSUMER = `functions:
   - name: onEvent
     entrypoint: functions/on-event.ts
     access: system
-integrations:
-  shop:
-    provider: custom
-    integration: orders
-    account: app
-    cardinality: one
-    capabilities: [orders.read]
-    events:
-      function: onEvent
-`
+${consumerManifest({ slots: { shop: { integration: 'orders', capabilities: ['orders.read'], events: 'onEvent' } } })}`
 
 const ON_EVENT_CODE = `import { defineFunction, object, string } from '@service/server'
 export default defineFunction({
@@ -208,18 +176,10 @@ describe(`inbound webhooks (${backend})`, () => {
   let shopConnectionId: string
 
   async function connect(slug: string, integration: string, key = API_KEY): Promise<{ id: string; token: string }> {
-    const actor = (await findUserById(h.t.db, alice.userId))!
-    const app = (await findAppBySlug(h.t.db, slug))!
-    const { connection, webhookToken } = await createConnection({ db: h.t.db, clock: h.clock, keyring: h.platform.connectionKeyring }, {
-      actor,
-      integration: {
-        appId: app.id, appSlug: slug, organisationId: app.organisationId!, name: integration, title: 'Orders', description: '',
-        credentials: [{ name: 'SHOP_API_KEY', label: 'API key', secret: true, optional: false }], oauth: false,
-      },
-      kind: 'organisation', label: `${slug} hooks`, values: { SHOP_API_KEY: key },
-    })
-    tokens.push(webhookToken)
-    return { id: connection.id, token: webhookToken }
+    const id = await createTestConnection(h, { userId: alice.userId, kind: 'organisation', provider: slug, integration, label: `${slug} hooks`, values: { SHOP_API_KEY: key } })
+    const token = await readWebhookToken(h.t.db, { keyring: h.platform.connectionKeyring, connectionId: id })
+    tokens.push(token)
+    return { id, token }
   }
 
   function post(token: string, init: { body?: BodyInit; headers?: Record<string, string>; method?: string; path?: string } = {}): Promise<Response> {
