@@ -51,6 +51,24 @@ export interface Config {
   readonly functionSpareWorkers: number
   /** AI_*: the OpenAI-compatible provider `ctx.ai` calls (ai/, docs/operations.md); null fields are unset. */
   readonly ai: AiSettings
+  /** FILES_*: managed files' size limit and storage (files/, docs/operations.md). */
+  readonly files: FilesSettings
+}
+
+/** Managed files: local disk under SERVICE_DATA_DIR unless FILES_S3_BUCKET is set. */
+export interface FilesSettings {
+  /** FILES_MAX_FILE_MB: the largest file (default 128 MiB). */
+  readonly maxFileBytes: number
+  /** FILES_S3_*: S3-compatible object storage, or null for local disk. */
+  readonly s3: {
+    readonly bucket: string
+    readonly prefix: string
+    readonly region: string
+    readonly endpoint: string | null
+    readonly accessKeyId: string
+    readonly secretAccessKey: string
+    readonly forcePathStyle: boolean
+  } | null
 }
 
 /** The AI provider settings; a call needing an unset one fails AI_NOT_CONFIGURED naming it. */
@@ -165,6 +183,33 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     functionHeapMb: mebibytes('FUNCTION_HEAP_MB', env.FUNCTION_HEAP_MB, { fallback: 256, min: 16 }),
     functionSpareWorkers: integer('FUNCTION_SPARE_WORKERS', env.FUNCTION_SPARE_WORKERS, 1),
     ai: aiSettings(env),
+    files: filesSettings(env),
+  })
+}
+
+function filesSettings(env: Record<string, string | undefined>): FilesSettings {
+  const maxMb = positive('FILES_MAX_FILE_MB', env.FILES_MAX_FILE_MB, 128)
+  const bucket = env.FILES_S3_BUCKET || null
+  if (bucket === null) return Object.freeze({ maxFileBytes: maxMb * 1024 * 1024, s3: null })
+  const endpoint = env.FILES_S3_ENDPOINT || null
+  if (endpoint !== null && !/^https?:\/\//.test(endpoint)) throw new ConfigError(`FILES_S3_ENDPOINT must be an http or https URL, got "${endpoint}"`)
+  const accessKeyId = env.FILES_S3_ACCESS_KEY_ID || ''
+  const secretAccessKey = env.FILES_S3_SECRET_ACCESS_KEY || ''
+  if (accessKeyId === '' || secretAccessKey === '') {
+    throw new ConfigError('FILES_S3_BUCKET needs FILES_S3_ACCESS_KEY_ID and FILES_S3_SECRET_ACCESS_KEY')
+  }
+  return Object.freeze({
+    maxFileBytes: maxMb * 1024 * 1024,
+    s3: Object.freeze({
+      bucket,
+      prefix: env.FILES_S3_PREFIX ?? '',
+      region: env.FILES_S3_REGION || 'us-east-1',
+      endpoint,
+      accessKeyId,
+      secretAccessKey,
+      // Most S3-compatible servers (MinIO, Ceph) need path-style addressing; AWS itself takes both.
+      forcePathStyle: flag('FILES_S3_FORCE_PATH_STYLE', env.FILES_S3_FORCE_PATH_STYLE, endpoint !== null),
+    }),
   })
 }
 

@@ -40,6 +40,7 @@ import { createDataApi, createSchemaCache } from './data-api/index.ts'
 import { createNamespaceSql, type NamespaceSql } from './deploy/namespace-sql.ts'
 import { callFunction, callRoute, createFunctionHost, type FunctionHost } from './functions/index.ts'
 import { createAi } from './ai/index.ts'
+import { createFileStorage, createFiles, createFilesContext, type FileStorage, type FilesDeps, type ManagedFiles } from './files/index.ts'
 import { join } from 'node:path'
 import { createJobs, jobRoutes, type Jobs, type JobsOptions } from './jobs/index.ts'
 import { createCronScheduler, cronRoutes, type CronScheduler, type CronSchedulerOptions } from './cron/index.ts'
@@ -47,7 +48,7 @@ import { createSyncScheduler, type SyncScheduler, type SyncSchedulerOptions } fr
 
 export interface PlatformDeps {
   config: Pick<Config, 'baseUrl' | 'production' | 'smtpUrl' | 'mailFrom' | 'registration'> &
-    Partial<Pick<Config, 'signInLimits' | 'trustProxy' | 'dataDir' | 'statementTimeoutMs' | 'appConnections' | 'appPoolSize' | 'functionMemoryMb' | 'functionHeapMb' | 'functionSpareWorkers' | 'ai'>>
+    Partial<Pick<Config, 'signInLimits' | 'trustProxy' | 'dataDir' | 'statementTimeoutMs' | 'appConnections' | 'appPoolSize' | 'functionMemoryMb' | 'functionHeapMb' | 'functionSpareWorkers' | 'ai' | 'files'>>
   db: Db
   clock: Clock
   logger: Logger
@@ -71,6 +72,8 @@ export interface PlatformDeps {
   invokeProvider?: InvokeProvider
   /** Addresses Functions may reach inside the denied private ranges: tests on loopback only. */
   functionsAllowNet?: readonly string[]
+  /** Managed files: another storage adapter (tests on S3), smaller limits, a shorter sweep age. */
+  files?: { storage?: FileStorage; options?: Pick<FilesDeps, 'maxFileBytes' | 'sweepAgeMs' | 'sweepIntervalMs'> }
 }
 
 export interface Platform {
@@ -85,6 +88,8 @@ export interface Platform {
   connectionKeyring: ConnectionKeyring
   /** OAuth connections: `accessTokenFor` for the broker, sync and webhooks. */
   oauth: OAuth
+  /** Managed files (`ctx.files`, the browser SDK's `service.files`); its orphan sweep runs from creation until close. */
+  files: ManagedFiles
   /** Background jobs: `start()` runs the dispatcher and retention purge (main.ts does). */
   jobs: Jobs
   /** The cron scheduler: `start()` runs its loop (main.ts does); tests call `tick()`. */
@@ -182,12 +187,22 @@ export function createPlatform(deps: PlatformDeps): Platform {
   auth.route('/', connectionPages({ db, clock, logger, urls, cookies, keyring, oauth: oauth.pageHooks }))
   auth.route('/', providerPages({ db, clock, logger, urls, cookies }))
 
+  // Without a data directory (tests give only a bundles directory) files are kept beside the bundles.
+  const filesRoot = deps.config.dataDir !== undefined ? join(deps.config.dataDir, 'files') : join(deps.bundlesDir ?? '.service', '.files')
+  const files = createFiles({
+    db, clock, logger,
+    storage: deps.files?.storage ?? createFileStorage({ root: filesRoot, s3: deps.config.files?.s3 ?? null }),
+    ...(deps.config.files === undefined ? {} : { maxFileBytes: deps.config.files.maxFileBytes }),
+    ...deps.files?.options,
+  })
+  files.start()
   const functions = createFunctionHost({
     db, clock, logger, schemas: createSchemaCache(), secrets, appSql,
     bundlesDir: deps.bundlesDir ?? join(deps.config.dataDir ?? '.service', 'bundles'),
     jobs: { answer: (call) => jobs.answer(call) },
     integrations: { answer: (call) => broker.answer(call) },
     events: { emit: (call) => events.emit(call) },
+    files: createFilesContext(files),
     ai: createAi({ settings: deps.config.ai ?? NO_AI, logger }),
     ...(deps.config.functionMemoryMb === undefined ? {} : { memoryBudgetMb: deps.config.functionMemoryMb }),
     ...(deps.config.functionHeapMb === undefined ? {} : { maxHeapMb: deps.config.functionHeapMb }),
@@ -235,6 +250,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     appSql,
     connectionKeyring: keyring,
     oauth,
+    files,
     jobs,
     cron,
     sync,
@@ -248,6 +264,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
       await jobs.stop()
       await events.stop()
       await Promise.all([functions.close(), appDirectory.close(), appSql.close()])
+      await files.stop()
     },
   }
 }

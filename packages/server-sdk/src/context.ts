@@ -110,11 +110,19 @@ export type FileData = Uint8Array | ArrayBuffer | Blob | string
 
 /** File metadata. The spec names only `contentType`; the other fields are our choice. */
 export interface FileInfo {
+  /** The file's stable id (`info` takes it as well as a reference). */
+  readonly id: string
+  /** The current reference (a replacement issues a new one). */
   readonly ref: FileRef
   readonly name: string
   readonly contentType: string
   /** Size in bytes. */
   readonly size: number
+  /** The content generation: 1 at upload, one more at each replacement. */
+  readonly generation: number
+  /** ISO 8601 timestamps of the upload and of the latest replacement. */
+  readonly createdAt: string
+  readonly updatedAt: string
 }
 
 export interface FilesClient {

@@ -39,6 +39,7 @@ import type { FunctionDeclaration } from '../manifest/index.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { AiContextCall } from '../ai/index.ts'
 import { notImplemented, ServiceError } from '../lib/errors.ts'
+import { fileCallerOf, readGrantOption, type FilesContextCall } from '../files/index.ts'
 import { withFields, type Logger } from '../lib/logger.ts'
 import { materialiseRelease } from './bundle-files.ts'
 import { checkDataAuthorization, runDataCall, type DataIdentity } from './context-data.ts'
@@ -114,6 +115,8 @@ export interface FunctionHostDeps {
   readonly integrations?: { answer(call: IntegrationsContextCall): Promise<unknown> }
   /** Answers `ctx.integration.emit` (integrations/events/); without it NOT_IMPLEMENTED. */
   readonly events?: { emit(call: IntegrationEmitCall): Promise<number> }
+  /** Answers `ctx.files` (files/context.ts); without it NOT_IMPLEMENTED. */
+  readonly files?: { answer(call: FilesContextCall): Promise<unknown> }
   /** Answers `ctx.ai` (ai/, the platform calls the provider); without it NOT_IMPLEMENTED. */
   readonly ai?: { answer(call: AiContextCall<DataIdentity>): Promise<unknown> }
 }
@@ -469,8 +472,16 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
           namespace: meta.namespace, schema, identity: meta.identity, method: call.method, args: call.args,
         })
       }
+      case 'files':
+        if (deps.files === undefined) throw notImplemented('ctx.files')
+        return await deps.files.answer({ caller: fileCallerOf(meta), invocation: meta, method: call.method, args: call.args })
       case 'jobs':
         if (deps.jobs === undefined) throw notImplemented('ctx.jobs')
+        // A delegated read grant is given by a person or the app, never by an anonymous caller (files/grants.ts).
+        if (call.method === 'enqueue' && hasFileGrant(call.args) && meta.identity.role !== 'system' && meta.user === null) {
+          readGrantOption((call.args[2] as { files: unknown }).files)
+          throw new ServiceError('AUTH_REQUIRED', 'Granting file reads to a job needs a signed-in user or a system Function (spec 5.5)')
+        }
         return await deps.jobs.answer({
           appId: meta.appId, namespace: meta.namespace, devName: meta.devName, userId: meta.user?.id ?? null, method: call.method, args: call.args,
         })
@@ -656,6 +667,12 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
       ])
     },
   }
+}
+
+/** Whether `jobs.enqueue` arguments carry a `files` option. */
+function hasFileGrant(args: readonly unknown[]): boolean {
+  const options = args[2]
+  return typeof options === 'object' && options !== null && (options as Record<string, unknown>).files !== undefined
 }
 
 /** `body`, calling `ended` once when it is read to its end, errors or is cancelled. */

@@ -90,6 +90,15 @@ export interface InvokeMessage {
   readonly bytes?: boolean
 }
 
+/**
+ * Managed files cross the pipe inside context calls (files/context.ts): a file of up to
+ * FILE_INLINE_BYTES in one call, a larger one in pieces of FILE_PIECE_BYTES (upload.chunk,
+ * download.chunk), so no call or reply nears MAX_CALL_CHARS and the platform holds a piece
+ * at a time.
+ */
+export const FILE_INLINE_BYTES = 256 * 1024
+export const FILE_PIECE_BYTES = 512 * 1024
+
 /** Most decoded bytes in one `chunk`; the worker splits larger pieces. */
 export const BYTE_CHUNK_BYTES = 64 * 1024
 

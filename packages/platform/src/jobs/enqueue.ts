@@ -9,7 +9,8 @@
  */
 import type { Db, Queryable } from '../db/db.ts'
 import { sha256Hex } from '../lib/crypto.ts'
-import { notImplemented, ServiceError } from '../lib/errors.ts'
+import { ServiceError } from '../lib/errors.ts'
+import { grantFileReads, readGrantOption } from '../files/index.ts'
 import type { QueueDeclaration } from '../manifest/index.ts'
 import { findByKey, insertJobOnce, uncountActive, type JobRow, type NewJob } from './queries.ts'
 
@@ -32,6 +33,8 @@ export interface EnqueueRequest {
   readonly idempotencyKey: string
   readonly delaySeconds: number
   readonly timeoutMs: number | null
+  /** SDK 2.4.0 delegated read grant: the file references of `files.read`, or null. */
+  readonly fileReads?: readonly string[] | null
 }
 
 const OPTION_NAMES = new Set(['idempotencyKey', 'delaySeconds', 'timeoutMs', 'files'])
@@ -88,7 +91,7 @@ export function readEnqueueArgs(args: readonly unknown[]): EnqueueRequest {
   for (const name of Object.keys(options)) {
     if (!OPTION_NAMES.has(name)) throw invalid(`jobs.enqueue has no option "${name}"`, name)
   }
-  if (options.files !== undefined) throw notImplemented('jobs.enqueue files (read grants arrive with managed files)')
+  const fileReads = options.files === undefined ? null : readGrantOption(options.files)
   const key = options.idempotencyKey
   if (typeof key !== 'string' || key.length === 0 || key.length > JOB_LIMITS.idempotencyKeyChars) {
     throw invalid(`idempotencyKey is required: a string of 1 to ${JOB_LIMITS.idempotencyKeyChars} characters`, 'idempotencyKey')
@@ -101,7 +104,7 @@ export function readEnqueueArgs(args: readonly unknown[]): EnqueueRequest {
   if (timeoutMs !== null && (typeof timeoutMs !== 'number' || !Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > JOB_LIMITS.maxTimeoutMs)) {
     throw invalid(`timeoutMs must be an integer from 1 to ${JOB_LIMITS.maxTimeoutMs}`, 'timeoutMs')
   }
-  return { queue, payload, idempotencyKey: key, delaySeconds: delay, timeoutMs }
+  return { queue, payload, idempotencyKey: key, delaySeconds: delay, timeoutMs, fileReads }
 }
 
 /** JSON with object keys sorted, so equal payloads hash equally whatever their key order. */
@@ -168,16 +171,24 @@ export interface QueueEnqueue {
   readonly now: Date
 }
 
-/** Enqueues on a declared queue, pinning the declaration's retry and concurrency policy. */
+/**
+ * Enqueues on a declared queue, pinning the declaration's retry and concurrency policy. A
+ * delegated read grant (`request.fileReads`) is pinned in the same transaction as the job
+ * (files/grants.ts); the files are part of the job's input, so the same key with other
+ * files is IDEMPOTENCY_KEY_REUSED. The producer grants what it may read: its own files, or
+ * the app's when `enqueuedBy` is null (the Functions host refuses `files` from an anonymous
+ * caller before it gets here, so null is a system invocation).
+ */
 export async function enqueueOnQueue(db: Db, input: QueueEnqueue): Promise<{ row: JobRow; created: boolean }> {
   const { declaration, request, now } = input
+  const fileReads = request.fileReads ?? null
   const job: NewJob = {
     appId: input.appId,
     namespaceId: input.namespaceId,
     kind: 'queue',
     queue: declaration.name,
     payload: request.payload,
-    payloadSha256: payloadHash(request.payload),
+    payloadSha256: fileReads === null ? payloadHash(request.payload) : payloadHash({ payload: request.payload, files: { read: fileReads } }),
     idempotencyKey: request.idempotencyKey,
     enqueuedBy: input.enqueuedBy,
     concurrency: declaration.concurrency,
@@ -188,5 +199,15 @@ export async function enqueueOnQueue(db: Db, input: QueueEnqueue): Promise<{ row
     runAt: new Date(now.getTime() + Math.round(request.delaySeconds * 1000)),
     now,
   }
-  return await insertIdempotent(db, job, JOB_LIMITS.activePerNamespace)
+  if (fileReads === null) return await insertIdempotent(db, job, JOB_LIMITS.activePerNamespace)
+  return await db.transaction(async (tx) => {
+    const inserted = await insertIdempotent(tx, job, JOB_LIMITS.activePerNamespace)
+    if (inserted.created) {
+      await grantFileReads(tx, {
+        caller: { appId: input.appId, namespaceId: input.namespaceId, userId: input.enqueuedBy, system: input.enqueuedBy === null, jobId: null },
+        jobId: inserted.row.id, refs: fileReads, now,
+      })
+    }
+    return inserted
+  })
 }

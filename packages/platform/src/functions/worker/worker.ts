@@ -47,6 +47,8 @@ import { entrypointProblem } from '../entrypoint.ts'
 import {
   BYTE_CHUNK_BYTES,
   BYTES_TAG,
+  FILE_INLINE_BYTES,
+  FILE_PIECE_BYTES,
   MAX_CALL_CHARS,
   MAX_FAILURE_MESSAGE_CHARS,
   MAX_FAILURE_STACK_CHARS,
@@ -644,9 +646,9 @@ function contextFor(invocation: Invocation, meta: WireMeta): InvocationContext {
     search: (name, options) => call('data', 'search', name, options) as ReturnType<DataClient['search']>,
   })
   const files: FilesClient = Object.freeze({
-    upload: (file) => call('files', 'upload', file),
-    download: (ref) => call('files', 'download', ref),
-    replace: (ref, file) => call('files', 'replace', ref, file),
+    upload: (file) => sendFile(call, file, undefined),
+    download: (ref) => receiveFile(call, ref),
+    replace: (ref, file) => sendFile(call, file, ref),
     remove: (ref) => call('files', 'remove', ref),
     info: (idOrRef) => call('files', 'info', idOrRef),
   } as FilesClient)
@@ -707,6 +709,51 @@ function contextFor(invocation: Invocation, meta: WireMeta): InvocationContext {
     environment: meta.environment,
     integration: meta.integration === null ? null : integrationFor(meta.integration, call),
   })
+}
+
+type PlatformCall = (member: string, method: string, ...args: unknown[]) => Promise<unknown>
+
+/**
+ * `files.upload` and `files.replace`: up to FILE_INLINE_BYTES in one call, larger data in
+ * FILE_PIECE_BYTES pieces, each sent once the platform has stored the one before.
+ */
+async function sendFile(call: PlatformCall, file: unknown, replaces: unknown): Promise<unknown> {
+  const record = typeof file === 'object' && file !== null ? file as Record<string, unknown> : null
+  const data = record?.data
+  const bytes = data instanceof Blob ? new Uint8Array(await data.arrayBuffer())
+    : data instanceof ArrayBuffer ? new Uint8Array(data)
+    : ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
+    : typeof data === 'string' ? new TextEncoder().encode(data)
+    : null
+  let info: unknown
+  if (record === null || bytes === null || bytes.byteLength <= FILE_INLINE_BYTES) {
+    // Small, or not bytes at all: the platform checks it and says what is wrong.
+    info = replaces === undefined ? await call('files', 'upload', file) : await call('files', 'replace', replaces, file)
+  } else {
+    const { uploadId } = await call('files', 'upload.begin', {
+      name: record.name, size: bytes.byteLength,
+      ...(record.contentType === undefined ? {} : { contentType: record.contentType }),
+      ...(replaces === undefined ? {} : { replaces }),
+    }) as { uploadId: string }
+    for (let offset = 0; offset < bytes.byteLength; offset += FILE_PIECE_BYTES) {
+      await call('files', 'upload.chunk', uploadId, bytes.subarray(offset, offset + FILE_PIECE_BYTES))
+    }
+    info = await call('files', 'upload.finish', uploadId)
+  }
+  return (info as { ref: string }).ref
+}
+
+/** `files.download`: the info and the bytes, fetched in FILE_PIECE_BYTES pieces past FILE_INLINE_BYTES. */
+async function receiveFile(call: PlatformCall, ref: unknown): Promise<unknown> {
+  const head = await call('files', 'download', ref) as { size: number; generation: number; data: Uint8Array | null }
+  if (head.data !== null) return head
+  const data = new Uint8Array(head.size)
+  for (let offset = 0; offset < head.size; offset += FILE_PIECE_BYTES) {
+    const length = Math.min(FILE_PIECE_BYTES, head.size - offset)
+    const piece = await call('files', 'download.chunk', ref, { generation: head.generation, offset, length }) as Uint8Array
+    data.set(piece, offset)
+  }
+  return { ...head, data }
 }
 
 function integrationFor(
