@@ -127,7 +127,7 @@ describe(`jobs (${backend})`, () => {
       ['work', { mode: 'ok' }, { idempotencyKey: 'a5', delaySeconds: -1 }, 400, 'VALIDATION_FAILED'],
       ['work', { mode: 'ok' }, { idempotencyKey: 'a6', timeoutMs: 0 }, 400, 'VALIDATION_FAILED'],
       ['work', { mode: 'ok' }, { idempotencyKey: 'a7', priority: 1 }, 400, 'VALIDATION_FAILED'],
-      ['work', { mode: 'ok' }, { idempotencyKey: 'a8', files: { read: [] } }, 501, 'NOT_IMPLEMENTED'],
+      ['work', { mode: 'ok' }, { idempotencyKey: 'a8', files: { read: [] } }, 400, 'FILE_GRANT_INVALID'],
       ['nope', { mode: 'ok' }, { idempotencyKey: 'a9' }, 404, 'QUEUE_NOT_DECLARED'],
       // PostgreSQL's jsonb cannot hold U+0000, in a value or a key.
       ['work', { mode: 'ok', pad: 'a\u0000b' }, { idempotencyKey: 'n0' }, 400, 'JOB_PAYLOAD_INVALID'],
