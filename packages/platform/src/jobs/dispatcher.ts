@@ -1,7 +1,8 @@
 /**
  * The dispatcher: claims due jobs and runs one attempt each through the Functions host.
  * Every platform process runs one; they share the work through PostgreSQL (see
- * queries.ts for how claims stay within each queue's concurrency across processes).
+ * queries.ts for how a claim, one statement, stays within each queue's concurrency across
+ * processes).
  *
  * - Wake-ups: LISTEN on `platform_jobs` (an enqueue of due work notifies at commit), a
  *   finished attempt (a slot is free), and a poll every `pollIntervalMs` (delayed jobs
@@ -32,9 +33,8 @@ import type { Logger } from '../lib/logger.ts'
 import type { CronDeclaration, QueueDeclaration } from '../manifest/index.ts'
 import { failureResponse, type FunctionFailure, type FunctionHost } from '../functions/index.ts'
 import {
-  claimJobs,
+  claimDueJobs,
   JOBS_CHANNEL,
-  lockDueQueues,
   markFailed,
   markNotActive,
   markNotStarted,
@@ -141,6 +141,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const apps = new Map<string, App>()
   /** Successful attempts waiting to be recorded together. */
   let successes: Success[] = []
+  /** A write of successes is in flight. */
+  let flushing = false
   let started = false
   let stopped = false
   let passing = false
@@ -193,11 +195,15 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     return app
   }
 
-  /** Records a successful attempt with the others of the same moment, in one statement. */
+  /**
+   * Records a successful attempt with the others of the same moment, in one statement: at
+   * once when no such write is in flight, else with every success that arrives meanwhile,
+   * as soon as that write ends (so the batch grows with the database's latency).
+   */
   function succeeded(job: { id: string; attempt: number }): Promise<void> {
     return new Promise((resolve, reject) => {
       successes.push({ ...job, settle: (error) => (error === undefined ? resolve() : reject(error)) })
-      if (successes.length === 1) setImmediate(flushSuccesses)
+      if (successes.length === 1 && !flushing) setImmediate(flushSuccesses)
     })
   }
 
@@ -218,10 +224,14 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   function flushSuccesses(): void {
     const batch = successes
     successes = []
+    flushing = true
     writeResult('successes', () => markSucceeded(db, { attempts: batch, now: clock.now() })).then(
       () => batch.forEach((success) => success.settle()),
       (error: unknown) => batch.forEach((success) => success.settle(error ?? new Error('recording successes failed'))),
-    )
+    ).finally(() => {
+      flushing = false
+      if (successes.length > 0) flushSuccesses()
+    })
   }
 
   async function activeReleaseOf(app: App, devName: string): Promise<string | null> {
@@ -238,12 +248,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   async function claim(limit: number): Promise<ClaimedJob[]> {
-    const now = clock.now()
-    return await db.transaction(async (tx) => {
-      const queues = await lockDueQueues(tx, now, limit)
-      if (queues.length === 0) return []
-      return await claimJobs(tx, { queues, now, limit, owner, leaseGraceSeconds })
-    })
+    return await claimDueJobs(db, { now: clock.now(), limit, owner, leaseGraceSeconds })
   }
 
   /** Runs one claimed attempt to its recorded result. Never rejects. */

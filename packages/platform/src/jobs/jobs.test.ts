@@ -10,7 +10,7 @@ import { findAppBySlug, type App } from '../apps/apps.ts'
 import { findNamespace, type Namespace } from '../deploy/namespaces.ts'
 import { enqueueCronRun } from './cron-runs.ts'
 import { payloadHash } from './enqueue.ts'
-import { claimJobs, lockDueQueues, markSucceeded } from './queries.ts'
+import { claimDueJobs, markSucceeded } from './queries.ts'
 import { queuesBundle, queuesYaml } from './test-app.ts'
 
 const SLUG = 'queues'
@@ -368,10 +368,7 @@ describe(`jobs (${backend})`, () => {
 
   test('a running job whose queue was removed finishes its attempt; a retry is then dead-lettered QUEUE_NOT_ACTIVE without counting', async () => {
     const id = await enqueued('backoff', { mode: 'ok' }, 'removed-while-running')
-    await h.t.db.transaction(async (tx) => {
-      const queues = await lockDueQueues(tx, h.clock.now(), 10)
-      return await claimJobs(tx, { queues, now: h.clock.now(), limit: 10, owner: 'dead-process', leaseGraceSeconds: 60 })
-    })
+    await claimDueJobs(h.t.db, { now: h.clock.now(), limit: 10, owner: 'dead-process', leaseGraceSeconds: 60 })
     await deploy(queuesYaml({ without: 'backoff' }))
     assert.equal((await job(id)).state, 'running', 'a running attempt is not cut short by the deploy')
     seconds(80)
@@ -389,10 +386,7 @@ describe(`jobs (${backend})`, () => {
   test('a job whose process died mid-attempt is picked up once its lease expires, the lost attempt counted once', async () => {
     const id = await enqueued('work', { mode: 'ok' }, 'orphaned')
     // Another process claims the job and dies without a result.
-    const claimed = await h.t.db.transaction(async (tx) => {
-      const queues = await lockDueQueues(tx, h.clock.now(), 10)
-      return await claimJobs(tx, { queues, now: h.clock.now(), limit: 10, owner: 'dead-process', leaseGraceSeconds: 60 })
-    })
+    const claimed = await claimDueJobs(h.t.db, { now: h.clock.now(), limit: 10, owner: 'dead-process', leaseGraceSeconds: 60 })
     assert.deepEqual(claimed.map((c) => c.id), [id])
     assert.equal((await job(id)).state, 'running')
     await h.platform.jobs.runDue()
@@ -507,10 +501,7 @@ describe(`jobs (${backend})`, () => {
 
   test("a cron run whose process died is run again once its lease (the Function's timeout + 60 s) expires", async () => {
     const run = await enqueueCronRun(h.t.db, h.clock, { appId: app.id, namespaceId: namespace.id, cronName: 'nightly', scheduledAt: new Date('2026-11-20T03:00:00Z') })
-    const claimed = await h.t.db.transaction(async (tx) => {
-      const queues = await lockDueQueues(tx, h.clock.now(), 10)
-      return await claimJobs(tx, { queues, now: h.clock.now(), limit: 10, owner: 'dead-process', leaseGraceSeconds: 60 })
-    })
+    const claimed = await claimDueJobs(h.t.db, { now: h.clock.now(), limit: 10, owner: 'dead-process', leaseGraceSeconds: 60 })
     assert.deepEqual(claimed.map((c) => c.id), [run.jobId])
     const [lease] = await h.t.db.query<{ lease_expires_at: Date }>('select lease_expires_at from platform.jobs where id = $1', [run.jobId])
     assert.equal(lease!.lease_expires_at.getTime() - h.clock.now().getTime(), (30 + 60) * 1000, "nightly's default 30 s timeout, not 15 minutes")
@@ -551,5 +542,20 @@ describe(`jobs (${backend})`, () => {
     // Other jobs of the queue (concurrency 1) became due earlier; they go first.
     for (let i = 0; i < 5 && (await job(pending)).state === 'queued'; i++) await h.platform.jobs.runDue()
     assert.equal((await job(pending)).state, 'succeeded')
+  })
+
+  // Last: the tests above moved jobs out of `running` every way there is (success, retryable
+  // and final failures, timeouts, bystanders, paused apps, removed queues, expired leases).
+  test("each queue's claimed and ended counters differ by exactly its running jobs, after every kind of attempt end above", async () => {
+    const stuck = await enqueued('wide', { mode: 'ok' }, 'counted-while-running')
+    await claimDueJobs(h.t.db, { now: h.clock.now(), limit: 10, owner: 'dead-process', leaseGraceSeconds: 60 })
+    const rows = await h.t.db.query<{ queue: string; counted: number; running: number }>(
+      `select q.queue, (q.claimed - e.ended)::int as counted,
+              (select count(*)::int from platform.jobs j where j.namespace_id = q.namespace_id and j.queue = q.queue and j.state = 'running') as running
+         from platform.job_queues q join platform.job_queue_ends e using (namespace_id, queue)
+        where q.namespace_id = $1 order by q.queue`, [namespace.id])
+    assert.ok(rows.length >= 5, 'the queues and cron runs above')
+    for (const row of rows) assert.equal(row.counted, row.running, row.queue)
+    assert.equal(rows.find((row) => row.queue === 'wide')?.running, 1, `${stuck} runs`)
   })
 })

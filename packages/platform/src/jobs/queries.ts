@@ -2,11 +2,14 @@
  * The jobs engine's SQL, one function per statement. Times always come from the caller's
  * clock (never `now()`), so tests can cross delays, leases and retention with a ManualClock.
  *
- * Concurrency: a process claims from a queue only while it holds that queue's
- * `platform.job_queues` row (FOR UPDATE SKIP LOCKED, so claimers never wait for each other),
- * and counts the queue's running jobs in a later statement of the same transaction, whose
- * snapshot is taken after the lock was granted: every claim that committed before is
- * visible, so processes together never exceed the concurrency.
+ * Concurrency: a claim is one statement. It locks the `platform.job_queues` rows of the
+ * queues it takes (FOR UPDATE SKIP LOCKED, so claimers never wait for each other) and reads
+ * through that lock the queue's `claimed` counter, which only claims change: the latest
+ * committed value. Every statement that moves a job out of `running` adds to the queue's
+ * `job_queue_ends.ended` in the same statement (its own row, so ending an attempt never
+ * blocks or deflects a claim); the claim reads `ended` from its snapshot, which can only be
+ * behind, so `claimed - ended` is never below what runs and processes together never exceed
+ * a queue's concurrency (migration 0026).
  */
 import type { Queryable } from '../db/db.ts'
 
@@ -93,36 +96,15 @@ export type InsertOutcome =
 
 /**
  * Enqueues in ONE statement (so the namespace's counter row is locked only for the moment
- * of one statement): returns the job with this key if there is one; otherwise counts one
+ * of one statement; platform.enqueue_job, migration 0026): returns the job with this key if there is one; otherwise counts one
  * more active job unless the namespace has `limit` (null: no limit), records the queue,
  * inserts the job and, when it is due now, wakes the dispatchers at commit.
  */
 export async function insertJobOnce(db: Queryable, job: NewJob, limit: number | null): Promise<InsertOutcome> {
+  // platform.enqueue_job (migration 0026): the statement, with its plan kept per connection.
   const rows = await db.query<{ existing: Record<string, unknown> | null; inserted: Record<string, unknown> | null; counted: boolean }>(
-    `with existing as (
-       select ${JOB_COLUMNS} from platform.jobs where namespace_id = $2 and queue = $4 and idempotency_key = $7
-     ), counted as (
-       insert into platform.job_namespaces as n (namespace_id, active)
-       select $2, 1 where not exists (select 1 from existing)
-       on conflict (namespace_id) do update set active = n.active + 1 where $16::int is null or n.active < $16::int
-       returning 1
-     ), queue_row as (
-       insert into platform.job_queues (namespace_id, queue) select $2, $4 where exists (select 1 from counted)
-       on conflict do nothing
-     ), inserted as (
-       insert into platform.jobs (app_id, namespace_id, kind, queue, state, payload, payload_sha256, idempotency_key,
-         enqueued_by, concurrency, max_attempts, retry_delay_seconds, retry_backoff, timeout_seconds, run_at, created_at, updated_at)
-       select $1, $2, $3, $4, 'queued', $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15
-        where exists (select 1 from counted)
-       on conflict (namespace_id, queue, idempotency_key) do nothing
-       returning ${JOB_COLUMNS}
-     ), notified as (
-       select pg_notify('${JOBS_CHANNEL}', '') from inserted where run_at <= $15
-     )
-     select (select to_jsonb(e) from existing e) as existing,
-            (select to_jsonb(i) from inserted i) as inserted,
-            exists (select 1 from counted) as counted,
-            (select count(*) from notified) as notified`,
+    `select existing, inserted, counted from platform.enqueue_job($1::uuid, $2::uuid, $3::text, $4::text, $5::jsonb, $6::text,
+       $7::text, $8::uuid, $9::int, $10::int, $11::int, $12::boolean, $13::int, $14::timestamptz, $15::timestamptz, $16::int)`,
     [job.appId, job.namespaceId, job.kind, job.queue, JSON.stringify(job.payload), job.payloadSha256, job.idempotencyKey,
       job.enqueuedBy, job.concurrency, job.maxAttempts, job.retryDelaySeconds, job.retryBackoff, job.timeoutSeconds, job.runAt, job.now, limit],
   )
@@ -145,35 +127,6 @@ export async function findJob(db: Queryable, key: { appId: string; namespaceId?:
   return rows[0]
 }
 
-/**
- * Locks up to `limit` queues (of active apps) that have due work, room to run it and no
- * other claimer, in random order, so processes claiming at the same moment spread over the
- * queues instead of one taking them all.
- */
-export async function lockDueQueues(db: Queryable, now: Date, limit: number): Promise<{ namespace_id: string; queue: string }[]> {
-  // The lateral probe (one index step per queue, never flattened into a join over every due
-  // job) finds the queue's next due job; a queue already running that job's concurrency is
-  // skipped (a hint from this statement's snapshot: claimJobs checks exactly).
-  return await db.query(
-    `select q.namespace_id, q.queue
-       from platform.job_queues q
-      cross join lateral (
-        select j.concurrency from platform.jobs j
-         where j.namespace_id = q.namespace_id and j.queue = q.queue
-           and j.state in ('queued', 'retry_wait') and j.run_at <= $1
-         order by j.run_at, j.id
-         limit 1) next
-      where exists (select 1 from platform.namespaces n join platform.apps a on a.id = n.app_id
-                     where n.id = q.namespace_id and a.status = 'active')
-        and (select count(*) from platform.jobs r
-              where r.namespace_id = q.namespace_id and r.queue = q.queue and r.state = 'running') < next.concurrency
-      order by random()
-      limit $2
-      for update of q skip locked`,
-    [now, limit],
-  )
-}
-
 /** A job the dispatcher claimed: what it needs to run one attempt. */
 export interface ClaimedJob extends Record<string, unknown> {
   id: string
@@ -191,43 +144,35 @@ export interface ClaimedJob extends Record<string, unknown> {
 }
 
 /**
- * Moves up to `limit` due jobs of the locked queues to `running` (attempt + 1, a lease),
- * at most each job's pinned concurrency minus what already runs in its queue, oldest due
- * first (ties by id: the order of the jobs_pending index, so a deep backlog is read a page
- * at a time, never sorted whole) and round-robin across queues. Must run in the
- * transaction that locked the queues.
+ * Claims up to `limit` due jobs in ONE statement: locks up to `limit` queues (of active
+ * apps) that have due work, room to run it and no other claimer, in random order (so
+ * processes claiming at the same moment spread over the queues instead of one taking them
+ * all), and moves their due jobs to `running` (attempt + 1, a lease): at most each job's
+ * pinned concurrency minus what runs in its queue, oldest due first (ties by id: the order of
+ * the jobs_pending index, so a deep backlog is read a page at a time, never sorted whole) and
+ * round-robin across queues; the queues' `claimed` counters move in the same statement.
+ *
+ * The jobs are read from the statement's snapshot, which may predate a claim that committed
+ * just before this one took the queue's lock: the update checks each job again (a job
+ * another process took is skipped, so this pass claims fewer) and counts only what it moved.
  */
-export async function claimJobs(
+export async function claimDueJobs(
   db: Queryable,
-  options: { queues: readonly { namespace_id: string; queue: string }[]; now: Date; limit: number; owner: string; leaseGraceSeconds: number },
+  options: { now: Date; limit: number; owner: string; leaseGraceSeconds: number },
 ): Promise<ClaimedJob[]> {
+  // platform.claim_jobs (migration 0026): the statement, with its plan kept per connection.
   return await db.query<ClaimedJob>(
-    `with q as (
-       select * from unnest($1::uuid[], $2::text[]) as q (namespace_id, queue)
-     ), candidates as (
-       select j.id, j.concurrency, q.running,
-              row_number() over (partition by q.namespace_id, q.queue order by j.run_at, j.id) as n
-         from (select q.*, (select count(*) from platform.jobs r
-                             where r.namespace_id = q.namespace_id and r.queue = q.queue and r.state = 'running') as running
-                 from q) q
-         cross join lateral (
-           select j.id, j.concurrency, j.run_at from platform.jobs j
-            where j.namespace_id = q.namespace_id and j.queue = q.queue
-              and j.state in ('queued', 'retry_wait') and j.run_at <= $3
-            order by j.run_at, j.id
-            limit 100) j
-     ), chosen as (
-       select id from candidates where running + n <= concurrency order by n, id limit $4
-     )
-     update platform.jobs j
-        set state = 'running', attempts = j.attempts + 1, started_at = $3, updated_at = $3, lease_owner = $5,
-            lease_expires_at = $3::timestamptz + make_interval(secs => coalesce(j.timeout_seconds, 900) + $6)
-       from platform.apps a
-      where j.id = any (array(select id from chosen)) and j.state in ('queued', 'retry_wait') and a.id = j.app_id
-      returning j.id, j.app_id, j.namespace_id, j.kind, j.queue, j.payload, j.attempts, j.timeout_seconds,
-                a.slug as app_slug, a.status as app_status, a.active_release_id as app_release_id`,
-    [options.queues.map((q) => q.namespace_id), options.queues.map((q) => q.queue), options.now, options.limit, options.owner, options.leaseGraceSeconds],
+    `select id, app_id, namespace_id, kind, queue, payload, attempts, timeout_seconds, app_slug, app_status, app_release_id
+       from platform.claim_jobs($1::timestamptz, $2::int, $3::text, $4::int)`,
+    [options.now, options.limit, options.owner, options.leaseGraceSeconds],
   )
+}
+
+/** A CTE that adds the attempts `moved` (rows with namespace_id, queue) ended to their queues' counters. */
+function endedFrom(moved: string): string {
+  return `update platform.job_queue_ends e set ended = e.ended + c.n
+         from (select namespace_id, queue, count(*) as n from ${moved} group by namespace_id, queue) c
+        where e.namespace_id = c.namespace_id and e.queue = c.queue`
 }
 
 /**
@@ -235,18 +180,9 @@ export async function claimJobs(
  * that is no longer its job's current one is ignored.
  */
 export async function markSucceeded(db: Queryable, options: { attempts: readonly { id: string; attempt: number }[]; now: Date }): Promise<string[]> {
+  // platform.complete_jobs (migration 0026): the statement, with its plan kept per connection.
   const rows = await db.query<{ id: string }>(
-    `with done as (
-       update platform.jobs j set state = 'succeeded', payload = null, finished_at = $3, updated_at = $3,
-              lease_owner = null, lease_expires_at = null
-         from unnest($1::uuid[], $2::int[]) as d (id, attempt)
-        where j.id = any ($1::uuid[]) and j.id = d.id and j.state = 'running' and j.attempts = d.attempt
-        returning j.id, j.namespace_id),
-     counted as (
-       update platform.job_namespaces n set active = n.active - c.ended
-         from (select namespace_id, count(*)::int as ended from done group by namespace_id) c
-        where n.namespace_id = c.namespace_id)
-     select id from done`,
+    `select id from platform.complete_jobs($1::uuid[], $2::int[], $3::timestamptz) as id`,
     [options.attempts.map((a) => a.id), options.attempts.map((a) => a.attempt), options.now],
   )
   return rows.map((row) => row.id)
@@ -270,7 +206,8 @@ export async function markFailed(
               payload = case when $4 and attempts < max_attempts then payload else null end,
               last_error = $5::jsonb, updated_at = $3, lease_owner = null, lease_expires_at = null
         where id = $1 and state = 'running' and attempts = $2
-        returning namespace_id, state),
+        returning namespace_id, queue, state),
+     ended as (${endedFrom('moved')}),
      counted as (
        update platform.job_namespaces n set active = n.active - 1
          from moved where n.namespace_id = moved.namespace_id and moved.state = 'dead_lettered')
@@ -286,11 +223,14 @@ export async function markFailed(
  */
 export async function markNotStarted(db: Queryable, job: { id: string; attempt: number; now: Date; runAt: Date }): Promise<void> {
   await db.query(
-    `update platform.jobs
-        set state = case when attempts = 1 then 'queued' else 'retry_wait' end, attempts = attempts - 1,
-            run_at = $4, updated_at = $3, lease_owner = null, lease_expires_at = null,
-            started_at = case when attempts = 1 then null else started_at end
-      where id = $1 and state = 'running' and attempts = $2`,
+    `with moved as (
+       update platform.jobs
+          set state = case when attempts = 1 then 'queued' else 'retry_wait' end, attempts = attempts - 1,
+              run_at = $4, updated_at = $3, lease_owner = null, lease_expires_at = null,
+              started_at = case when attempts = 1 then null else started_at end
+        where id = $1 and state = 'running' and attempts = $2
+        returning namespace_id, queue)
+     ${endedFrom('moved')}`,
     [job.id, job.attempt, job.now, job.runAt],
   )
 }
@@ -306,7 +246,8 @@ export async function markNotActive(db: Queryable, job: { id: string; attempt: n
           set state = 'dead_lettered', attempts = attempts - 1, payload = null, last_error = $4::jsonb,
               finished_at = $3, updated_at = $3, lease_owner = null, lease_expires_at = null
         where id = $1 and state = 'running' and attempts = $2
-        returning namespace_id)
+        returning namespace_id, queue),
+     ended as (${endedFrom('moved')})
      update platform.job_namespaces n set active = n.active - 1 from moved where n.namespace_id = moved.namespace_id`,
     [job.id, job.attempt, job.now, JSON.stringify(job.error)],
   )
@@ -329,7 +270,8 @@ export async function recoverExpiredLeases(db: Queryable, options: { now: Date; 
               payload = case when j.attempts < j.max_attempts then j.payload else null end,
               last_error = $2::jsonb, updated_at = $1, lease_owner = null, lease_expires_at = null
         where j.id = any (array(select id from expired))
-        returning j.namespace_id, j.state
+        returning j.namespace_id, j.queue, j.state
+     ), ended as (${endedFrom('moved')}
      ), counted as (
        update platform.job_namespaces n set active = n.active - c.ended
          from (select namespace_id, count(*)::int as ended from moved where state = 'dead_lettered' group by namespace_id) c
