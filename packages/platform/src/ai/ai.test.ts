@@ -183,6 +183,19 @@ describe(`ctx.ai with real Deno Functions and an OpenAI-compatible double (${bac
     })
   })
 
+  test('a caller that stops reading a streamed answer closes the provider request', async () => {
+    const before = double.abandoned()
+    double.answer({ kind: 'stream', pieces: ['Chapter one. ', 'Chapter two.'], holdAfterFirst: true })
+    const res = await call('ask', { method: 'streamText', options: JSON.stringify({ prompt: 'A long story.' }) })
+    const reader = res.body!.getReader()
+    assert.equal(new TextDecoder().decode((await reader.read()).value), 'Chapter one. ')
+    await reader.cancel()
+    // The invocation ends with the cancelled stream, and its open provider stream with it.
+    while (double.abandoned() === before) await new Promise((resolve) => setTimeout(resolve, 20))
+    assert.equal(double.abandoned(), before + 1)
+    double.release()
+  })
+
   test('streamText refused by the provider with 429 fails the call as retryable AI_PROVIDER_UNAVAILABLE', async () => {
     double.answer({ kind: 'status', status: 429, message: 'Rate limit reached' })
     const result = await ask('streamText', { prompt: 'Tell a story.' })
@@ -394,5 +407,85 @@ describe('ctx.ai with managed file attachments (the files feature stood in for)'
     const request = double.requests[double.requests.length - 1]!
     assert.equal(request.authorization, undefined, 'no key configured: no authorization header (local servers)')
     assert.equal(request.body.response_format.json_schema.strict, false)
+  })
+})
+
+describe('ctx.ai streams (platform side)', () => {
+  let double: ProviderDouble
+  before(async () => {
+    double = await startProviderDouble()
+  })
+  after(async () => {
+    await double.close()
+  })
+  const settings = () => ({ baseUrl: double.baseUrl, apiKey: null, textModel: 'm', imageModel: null, timeoutMs: 3000 })
+  const invocation = () => {
+    const end = new AbortController()
+    return { end, call: { appId: 'a', devName: '', identity: null, user: null, job: null, signal: end.signal, invocation: {} } }
+  }
+
+  test('pieces come one per next call, then null; the stream is then gone', async () => {
+    const ai = createAi({ settings: settings(), logger: silentLogger })
+    const { call } = invocation()
+    double.answer({ kind: 'stream', pieces: ['a', 'b', 'c'] })
+    const opened = await ai.answer({ ...call, method: 'streamText', args: [{ prompt: 'p' }] }) as { stream: string; text: string }
+    assert.equal(opened.text, 'a')
+    assert.equal(await ai.answer({ ...call, method: 'streamText.next', args: [opened.stream] }), 'b')
+    assert.equal(await ai.answer({ ...call, method: 'streamText.next', args: [opened.stream] }), 'c')
+    assert.equal(await ai.answer({ ...call, method: 'streamText.next', args: [opened.stream] }), null)
+    await assert.rejects(ai.answer({ ...call, method: 'streamText.next', args: [opened.stream] }), { code: 'AI_STREAM_NOT_FOUND' })
+  })
+
+  test('another invocation cannot read a stream by its id', async () => {
+    const ai = createAi({ settings: settings(), logger: silentLogger })
+    const mine = invocation()
+    const other = invocation()
+    double.answer({ kind: 'stream', pieces: ['a', 'b'] })
+    const opened = await ai.answer({ ...mine.call, method: 'streamText', args: [{ prompt: 'p' }] }) as { stream: string }
+    await assert.rejects(ai.answer({ ...other.call, method: 'streamText.next', args: [opened.stream] }), { code: 'AI_STREAM_NOT_FOUND' })
+    assert.equal(await ai.answer({ ...mine.call, method: 'streamText.next', args: [opened.stream] }), 'b')
+  })
+
+  test('a provider connection that breaks mid-stream fails the next read as retryable AI_PROVIDER_UNAVAILABLE', async () => {
+    const ai = createAi({ settings: settings(), logger: silentLogger })
+    const { call } = invocation()
+    double.answer({ kind: 'stream', pieces: ['first', 'never'], breakAfterFirst: true })
+    const opened = await ai.answer({ ...call, method: 'streamText', args: [{ prompt: 'p' }] }) as { stream: string; text: string }
+    assert.equal(opened.text, 'first')
+    double.release()
+    await assert.rejects(ai.answer({ ...call, method: 'streamText.next', args: [opened.stream] }), (error: any) => {
+      assert.equal(error.code, 'AI_PROVIDER_UNAVAILABLE')
+      assert.equal(error.status, 503)
+      return true
+    })
+  })
+
+  test('the end of the invocation closes its open provider streams', async () => {
+    const ai = createAi({ settings: settings(), logger: silentLogger })
+    const { end, call } = invocation()
+    const before = double.abandoned()
+    double.answer({ kind: 'stream', pieces: ['a', 'b'], holdAfterFirst: true })
+    const opened = await ai.answer({ ...call, method: 'streamText', args: [{ prompt: 'p' }] }) as { stream: string }
+    end.abort()
+    while (double.abandoned() === before) await new Promise((resolve) => setTimeout(resolve, 20))
+    await assert.rejects(ai.answer({ ...call, method: 'streamText.next', args: [opened.stream] }), { code: 'AI_STREAM_NOT_FOUND' })
+    double.release()
+  })
+
+  test('cancel closes the provider request; a ninth open stream is AI_INPUT_INVALID', async () => {
+    const ai = createAi({ settings: settings(), logger: silentLogger })
+    const { call } = invocation()
+    const before = double.abandoned()
+    const ids: string[] = []
+    for (let n = 0; n < 8; n += 1) {
+      double.answer({ kind: 'stream', pieces: [`s${n}`, 'more'], holdAfterFirst: true })
+      ids.push((await ai.answer({ ...call, method: 'streamText', args: [{ prompt: 'p' }] }) as { stream: string }).stream)
+    }
+    await assert.rejects(ai.answer({ ...call, method: 'streamText', args: [{ prompt: 'p' }] }), { code: 'AI_INPUT_INVALID' })
+    assert.equal(await ai.answer({ ...call, method: 'streamText.cancel', args: [ids[0]] }), null)
+    while (double.abandoned() === before) await new Promise((resolve) => setTimeout(resolve, 20))
+    double.answer({ kind: 'stream', pieces: ['ninth'] })
+    assert.equal((await ai.answer({ ...call, method: 'streamText', args: [{ prompt: 'p' }] }) as { text: string }).text, 'ninth')
+    double.release()
   })
 })

@@ -207,6 +207,7 @@ export function createAi<Identity>(deps: AiDeps<Identity>): Ai<Identity> {
           const model = provider.textModel()
           const abort = new AbortController()
           if (call.signal.aborted) abort.abort()
+          else call.signal.addEventListener('abort', () => abort.abort(), { once: true })
           let failed: unknown
           const result = streamText({
             model, ...request, maxRetries: 0, abortSignal: abort.signal,

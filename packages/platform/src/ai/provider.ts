@@ -112,6 +112,10 @@ export function providerError(thrown: unknown, options: { timedOut: boolean; tim
   if (apiError !== undefined) {
     const status = apiError.statusCode
     const said = options.redact(providerMessage(apiError.responseBody)).slice(0, 300)
+    if (status !== undefined && status < 300) {
+      // The answer started and then broke off (the connection closed mid-stream).
+      return new ServiceError('AI_PROVIDER_UNAVAILABLE', "The AI provider's answer broke off; try again", { details: { reason: 'network' } })
+    }
     if (status === undefined || status === 408 || status === 429 || status >= 500) {
       return new ServiceError('AI_PROVIDER_UNAVAILABLE', `The AI provider is unavailable${status ? ` (HTTP ${status})` : ''}; try again${said ? `: ${said}` : ''}`, {
         details: status ? { status } : { reason: 'network' },

@@ -2,7 +2,7 @@
  * A test double of an OpenAI-compatible HTTP API, in Node on loopback: it records every
  * request exactly (method, path, authorization header, JSON body) and answers from a queue
  * of scripted answers: a chat completion, a streamed one (SSE chunks, optionally held
- * after the first until the test releases them), an image, an error status with an
+ * after the first until the test releases them, or broken off there), an image, an error status with an
  * OpenAI-style error body, or no answer at all (for timeouts). A request with nothing
  * queued gets a 500 the test will see.
  */
@@ -18,7 +18,7 @@ export interface RecordedRequest {
 
 export type ScriptedAnswer =
   | { readonly kind: 'chat'; readonly content: string }
-  | { readonly kind: 'stream'; readonly pieces: readonly string[]; readonly holdAfterFirst?: boolean }
+  | { readonly kind: 'stream'; readonly pieces: readonly string[]; readonly holdAfterFirst?: boolean; readonly breakAfterFirst?: boolean }
   | { readonly kind: 'image'; readonly b64: string; readonly revisedPrompt?: string }
   | { readonly kind: 'status'; readonly status: number; readonly message: string }
   | { readonly kind: 'hang' }
@@ -30,6 +30,8 @@ export interface ProviderDouble {
   answer(...answers: ScriptedAnswer[]): void
   /** Sends the rest of a stream held after its first piece. */
   release(): void
+  /** Held streams whose connection the platform closed before they were released. */
+  abandoned(): number
   close(): Promise<void>
 }
 
@@ -40,6 +42,7 @@ export async function startProviderDouble(): Promise<ProviderDouble> {
   const queue: ScriptedAnswer[] = []
   const held: Array<() => void> = []
   const hanging = new Set<ServerResponse>()
+  let abandoned = 0
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = []
@@ -66,8 +69,23 @@ export async function startProviderDouble(): Promise<ProviderDouble> {
           res.write(event({}, 'stop'))
           res.end('data: [DONE]\n\n')
         }
-        if (answer.holdAfterFirst) held.push(finish)
-        else finish()
+        if (answer.breakAfterFirst) {
+          // The connection breaks when the test releases it, after the first piece arrived.
+          held.push(() => res.socket?.destroy())
+          return
+        }
+        if (answer.holdAfterFirst) {
+          let released = false
+          res.on('close', () => {
+            if (!released) abandoned += 1
+          })
+          held.push(() => {
+            released = true
+            if (!res.destroyed) finish()
+          })
+        } else {
+          finish()
+        }
         return
       }
       case 'image':
@@ -95,6 +113,7 @@ export async function startProviderDouble(): Promise<ProviderDouble> {
     release() {
       for (const finish of held.splice(0)) finish()
     },
+    abandoned: () => abandoned,
     async close() {
       for (const res of hanging) res.destroy()
       server.closeAllConnections()
