@@ -13,8 +13,9 @@
  *   one invocation (the Growth figure: memory per idle app);
  * - warm round trip: 1,000 sequential invocations of a trivial Function, and of one that
  *   makes one context call (`secrets.get`);
- * - baselines: `deno run` of an empty script until exit, and 1,000 sequential round trips
- *   of one JSON line through a bare Deno echo loop over the same kind of pipe;
+ * - baselines: `deno run` of an empty script until exit (taking turns with the cold starts),
+ *   and 1,000 sequential round trips of one JSON line through a bare Deno echo loop over the
+ *   same kind of pipe (taking turns with the warm invocations in blocks of 100);
  * - through the platform (http.ts): the internal call path and HTTP calls, beside an HTTP
  *   floor (a bare Hono route forwarding to the Deno echo loop).
  *
@@ -87,19 +88,29 @@ async function coldStarts(bundleDir: string, denoDir: string, times: number, spa
   return samples
 }
 
-async function warmRoundTrips(bundleDir: string, denoDir: string, entrypoint: string, input: object): Promise<number[]> {
+/**
+ * Warm round trips of a Function on one worker and of the bare Deno echo loop, taking turns
+ * in blocks of 100 calls so both see the same machine load.
+ */
+async function warmRoundTrips(bundleDir: string, denoDir: string, options: { entrypoint: string; input: object; echo: EchoChild }): Promise<{ pool: number[]; bare: number[] }> {
+  const { entrypoint, input, echo } = options
   const pool = createFunctionPool({ bundleDir, sdkEntry: SDK_ENTRY, size: 1, denoDir, logger: recordingLogger(), onContextCall: async () => 'value' })
   const meta = metaFor()
-  for (let index = 0; index < 200; index += 1) await pool.invoke({ entrypoint, input, meta })
-  const samples: number[] = []
-  for (let index = 0; index < WARM_CALLS; index += 1) {
-    const started = performance.now()
+  const invoke = async () => {
     const result = await pool.invoke({ entrypoint, input, meta })
-    samples.push(performance.now() - started)
     if (!result.ok) throw new Error(`warm invocation failed: ${JSON.stringify(result.error)}`)
   }
-  await pool.close()
-  return samples
+  const bareCall = async () => void (await echo.call({ text: 'hi' }))
+  try {
+    const samples = { pool: [] as number[], bare: [] as number[] }
+    for (let block = 0; block < WARM_CALLS / 100; block += 1) {
+      samples.pool.push(...await timedCalls(invoke, block === 0 ? 200 : 10, 100))
+      samples.bare.push(...await timedCalls(bareCall, block === 0 ? 200 : 10, 100))
+    }
+    return samples
+  } finally {
+    await pool.close()
+  }
 }
 
 function bareStarts(deno: string, script: string, denoDir: string, times: number): number[] {
@@ -111,10 +122,6 @@ function bareStarts(deno: string, script: string, denoDir: string, times: number
     if (run.status !== 0) throw new Error(`deno run failed: ${run.stderr.toString()}`)
   }
   return samples
-}
-
-async function bareRoundTrips(echo: EchoChild): Promise<number[]> {
-  return timedCalls(async () => void (await echo.call({ text: 'hi' })), 200, WARM_CALLS)
 }
 
 const MIB = 1024 * 1024
@@ -208,12 +215,13 @@ try {
   figures.idle_pools = IDLE_POOLS
   figures.idle_pool_worker_rss_mib = round(pool.rss, 1)
   figures.idle_pool_worker_pss_mib = round(pool.pss, 1)
-  figures.warm_p50_ms = round(summary('warm invocation round trip (echo)', await warmRoundTrips(bundleDir, denoDir, 'functions/echo.ts', { text: 'hi' })))
-  figures.context_call_p50_ms = round(summary('warm invocation with one context call', await warmRoundTrips(bundleDir, denoDir, 'functions/secret.ts', {})))
   const echo = startEchoChild(deno, echoScript, denoDir)
   try {
-    figures.bare_pipe_p50_ms = round(summary('bare Deno echo round trip over a pipe', await bareRoundTrips(echo)))
+    const warm = await warmRoundTrips(bundleDir, denoDir, { entrypoint: 'functions/echo.ts', input: { text: 'hi' }, echo })
+    figures.warm_p50_ms = round(summary('warm invocation round trip (echo)', warm.pool))
+    figures.bare_pipe_p50_ms = round(summary('bare Deno echo round trip over a pipe', warm.bare))
     figures.warm_overhead_ms = round(figures.warm_p50_ms - figures.bare_pipe_p50_ms)
+    figures.context_call_p50_ms = round(summary('warm invocation with one context call', (await warmRoundTrips(bundleDir, denoDir, { entrypoint: 'functions/secret.ts', input: {}, echo })).pool))
     const platform = await startPlatform()
     const floor = await startFloor(echo)
     try {
