@@ -12,6 +12,7 @@ import { after, before, describe, test } from 'node:test'
 import { backend } from '../../../test/test-db.ts'
 import { bundle, manifest, ownerApi, startHarness, type Harness } from '../../../test/harness.ts'
 import { consumerManifest, createTestConnection, deployApp, listOrders, ORDER_CREATED, ordersContract, READ_AND_WRITE } from '../../../test/integration-fixture.ts'
+import { findAppBySlug } from '../../apps/apps.ts'
 import { UNBOUND_BINDING_ID } from './index.ts'
 
 const KEY = 'sk_dev_mode_alice_3f9a1c'
@@ -50,7 +51,10 @@ ${ordersContract({
 const PROVIDER_CODE = `import { defineFunction, object, optional, string } from '@service/server'
 export default defineFunction({
   input: object({ mode: optional(string()) }),
-  async handler({ integration, secrets }) {
+  async handler({ input, integration, secrets }) {
+    if (input.mode === 'emit') {
+      return { emitted: await integration.emit({ type: 'order.created', id: 'evt-production-1', data: { orderId: 'p-1', total: 3 } }) }
+    }
     const key = await secrets.get('SHOP_API_KEY')
     const digest = key === null ? null : Array.from(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(key))))
       .map((b) => b.toString(16).padStart(2, '0')).join('')
@@ -68,11 +72,11 @@ const CONSUMER = `functions:
     access: system
 ${consumerManifest({ slots: { shop: { integration: 'orders', capabilities: ['orders.read'], events: 'onOrder' } } })}`
 
-const CONSUMER_CODE = `import { defineFunction, object, string } from '@service/server'
+const CONSUMER_CODE = `import { defineFunction, object, optional, string } from '@service/server'
 export default defineFunction({
-  input: object({ slot: string(), operation: string() }),
+  input: object({ slot: string(), operation: string(), mode: optional(string()) }),
   handler({ input, integrations }) {
-    return integrations.use(input.slot).call(input.operation, { mode: 'ok' })
+    return integrations.use(input.slot).call(input.operation, { mode: input.mode ?? 'ok' })
   },
 })
 `
@@ -158,6 +162,19 @@ export default defineFunction({ input: object({}), handler: ({ integration }) =>
     // Back to fake: the binding stays, the fake answers again.
     assert.equal((await api(alice.token, 'PUT', '/v1/apps/desk/dev/ada/integrations/orders/mode', { mode: 'fake' })).body.integration.mode, 'fake')
     assert.deepEqual((await devInvoke(alice.token, 'desk', 'callShop', { slot: 'shop', operation: 'orders.list' })).body.value, FAKE_ORDERS)
+  })
+
+  test('production events never reach a development namespace: the same slot there runs no handler', async () => {
+    // desk's shop slot is bound (live mode test); production's callShop makes the provider emit once.
+    const desk = (await findAppBySlug(h.t.db, 'desk'))!
+    const fn = (await h.platform.functions.resolve(desk, 'callShop'))!
+    const result = await h.platform.functions.run(fn, { input: { slot: 'shop', operation: 'orders.get', mode: 'emit' }, user: null })
+    assert.deepEqual(result.ok && result.value, { emitted: 1 }, JSON.stringify(result))
+    assert.equal(await h.platform.events.runDue(), 1)
+    const handled = await h.t.db.query<{ dev_name: string }>(
+      `select r.dev_name from platform.function_logs l join platform.releases r on r.id = l.release_id
+        where l.app_id = $1 and l.message = 'received evt-production-1'`, [desk.id])
+    assert.deepEqual(handled, [{ dev_name: '' }], 'production\'s handler only, never the ada namespace\'s')
   })
 
   test('mode refusals: a bad mode, an integration no slot uses, a namespace without a release, Use only, strangers', async () => {
