@@ -8,7 +8,9 @@
  * worker is busy and the pool is below `size`, another worker starts, and past that the
  * invocation queues. Workers start on demand (or with `warm`), and a worker that dies is
  * replaced when there is work for it, so a Deno that cannot start is never restarted in
- * a loop.
+ * a loop. A pool given `spares` takes a started Deno process from them when one is there
+ * (spare-workers.ts) and links its release's files into that process's own directory, so
+ * its first invocation does not wait for Deno to start.
  *
  * Capabilities: each invocation gets a random token. A context call from a worker reaches
  * `onContextCall` only when its token belongs to a live invocation of that same worker
