@@ -2,8 +2,8 @@
  * Spare Functions workers: Deno processes started ahead of need, so that the first
  * invocation of a new pool (a release just deployed, a pool reaped after idling, the first
  * call after a restart) does not wait for Deno to start. Starting Deno, loading the worker
- * and `@service/server` is most of a cold start (about 35 of 40 ms on a loaded 2-core
- * machine); importing and running the Function is the rest.
+ * and `@service/server` is most of a cold start (38.5 of 42 ms on a 2-core machine at load
+ * average 5); importing and running the Function is the rest.
  *
  * A spare is a worker like any other, started under the same sandbox (sandbox.ts) before it
  * knows which app it will serve. Its readable app directory is one that does not hold
