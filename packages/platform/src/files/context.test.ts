@@ -231,5 +231,15 @@ describe(`ctx.files (${backend})`, () => {
       const rows = await h.t.db.query(`select 1 from platform.jobs where idempotency_key in ('l1','l2','l3','l4','l5','l6')`)
       assert.equal(rows.length, 0)
     })
+
+    // Last: it moves the clock past the people's access tokens.
+    test('the grant expires 14 days after the enqueue: a retry after that is FILE_GRANT_EXPIRED', async () => {
+      const { ref } = await op({ op: 'upload', text: 'late' })
+      const job = await produce({ ref, failFirst: 'yes' }, { idempotencyKey: 'g9', files: { read: [ref] } })
+      await drain()
+      h.clock.advance(14 * 24 * 60 * 60 * 1000)
+      await drain()
+      assert.deepEqual(await scans(job.id), ['ok:4:1', 'FILE_GRANT_EXPIRED'])
+    })
   })
 })
