@@ -11,7 +11,7 @@
  * statement it was armed for and no other (a query waiting for its turn is not timed).
  */
 import { mkdirSync } from 'node:fs'
-import { PGlite, types } from '@electric-sql/pglite'
+import { PGlite, messages, parse, protocol, types } from '@electric-sql/pglite'
 import { vector } from '@electric-sql/pglite-pgvector'
 import type { Logger } from '../lib/logger.ts'
 import type { Db, QueryOptions, Queryable, Row } from './db.ts'
@@ -153,7 +153,7 @@ export async function openPglite(options: PgliteOptions = {}): Promise<PgliteDb>
   }
 
   function run<T extends Row>(pg: PGlite, text: string, params: readonly unknown[] | undefined, queryOptions: QueryOptions | undefined): Promise<T[]> {
-    const statement = async () => (await pg.query<T>(text, params as unknown[] | undefined)).rows
+    const statement = () => oneCall<T>(pg, text, params ?? [])
     return queryOptions?.appSql ? timed(statement) : statement()
   }
 
@@ -232,4 +232,67 @@ export async function openPglite(options: PgliteOptions = {}): Promise<PgliteDb>
 /** A query canceled error (the flags the timer raised), as opposed to one the app raised itself. */
 function isCancel(error: unknown): boolean {
   return error instanceof Error && (error as Error & { code?: unknown }).code === '57014'
+}
+
+const { serialize } = protocol
+
+/**
+ * One statement in one call into Postgres: Parse, Bind, Describe, Execute and Sync in one
+ * message, the way a driver pipelines them. `pg.query` makes six calls for the same (Parse,
+ * Describe the statement for its parameter types, Bind, Describe, Execute, Sync), each with
+ * its own trip through PGlite's protocol layer; on a data API request that was about a fifth
+ * of the statement's cost (docs/benchmarks.md, "PGlite"). The parameters' types are those
+ * Postgres infers, as with `pg.query`; only the text of each value is chosen here, from its
+ * JavaScript type, and it is the text `pg.query` would send for it. An array or a plain
+ * object needs the parameter's type (an array literal, or JSON) and goes through `pg.query`.
+ */
+async function oneCall<T extends Row>(pg: PGlite, text: string, params: readonly unknown[]): Promise<T[]> {
+  const values: (string | null)[] = []
+  for (const param of params) {
+    const value = paramText(param)
+    if (value === undefined) return (await pg.query<T>(text, params as unknown[])).rows
+    values.push(value)
+  }
+  const parts = [
+    serialize.parse({ text }),
+    serialize.bind({ values }),
+    serialize.describe({ type: 'P' }),
+    serialize.execute({}),
+    serialize.sync(),
+  ]
+  const message = new Uint8Array(parts.reduce((length, part) => length + part.length, 0))
+  let offset = 0
+  for (const part of parts) {
+    message.set(part, offset)
+    offset += part.length
+  }
+  let replies: Awaited<ReturnType<PGlite['execProtocolStream']>>
+  try {
+    replies = await pg.execProtocolStream(message, { syncToFs: false })
+  } catch (error) {
+    // What pg.query adds to its errors.
+    if (error instanceof messages.DatabaseError) Object.assign(error, { query: text, params })
+    throw error
+  }
+  const [result] = parse.parseResults(replies, pg.parsers)
+  return (result?.rows ?? []) as T[]
+}
+
+/** The text of a parameter as `pg.query` sends it; undefined when that depends on the parameter's type. */
+function paramText(value: unknown): string | null | undefined {
+  if (value === null || value === undefined) return null
+  switch (typeof value) {
+    case 'string':
+      return value
+    case 'number':
+    case 'bigint':
+    case 'boolean':
+      return value.toString()
+    case 'object':
+      if (value instanceof Date) return value.toISOString()
+      if (value instanceof Uint8Array) return `\\x${Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('hex')}`
+      return undefined
+    default:
+      return undefined
+  }
 }
