@@ -40,7 +40,7 @@ import { createDataApi, createSchemaCache } from './data-api/index.ts'
 import { createNamespaceSql, type NamespaceSql } from './deploy/namespace-sql.ts'
 import { callFunction, callRoute, createFunctionHost, type FunctionHost } from './functions/index.ts'
 import { createAi } from './ai/index.ts'
-import { createFileStorage, createFiles, createFilesContext, type FileStorage, type FilesDeps, type ManagedFiles } from './files/index.ts'
+import { createFileStorage, createFiles, createFilesContext, readManagedFile, type FileStorage, type FilesDeps, type ManagedFiles } from './files/index.ts'
 import { join } from 'node:path'
 import { createJobs, jobRoutes, type Jobs, type JobsOptions } from './jobs/index.ts'
 import { createCronScheduler, cronRoutes, type CronScheduler, type CronSchedulerOptions } from './cron/index.ts'
@@ -203,7 +203,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     integrations: { answer: (call) => broker.answer(call) },
     events: { emit: (call) => events.emit(call) },
     files: createFilesContext(files),
-    ai: createAi({ settings: deps.config.ai ?? NO_AI, logger }),
+    ai: createAi({ settings: deps.config.ai ?? NO_AI, logger, readFile: (input) => readManagedFile({ db, files }, input) }),
     ...(deps.config.functionMemoryMb === undefined ? {} : { memoryBudgetMb: deps.config.functionMemoryMb }),
     ...(deps.config.functionHeapMb === undefined ? {} : { maxHeapMb: deps.config.functionHeapMb }),
     ...(deps.config.functionSpareWorkers === undefined ? {} : { spareWorkers: deps.config.functionSpareWorkers }),

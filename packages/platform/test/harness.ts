@@ -29,7 +29,7 @@ export interface Harness {
   close(): Promise<void>
 }
 
-export async function startHarness(existing?: TestDb, overrides: Partial<Pick<PlatformDeps, 'mailer' | 'sessions' | 'logger'>> & { registration?: boolean; baseUrl?: string; ai?: AiSettings } = {}): Promise<Harness> {
+export async function startHarness(existing?: TestDb, overrides: Partial<Pick<PlatformDeps, 'mailer' | 'sessions' | 'logger' | 'files'>> & { registration?: boolean; baseUrl?: string; ai?: AiSettings } = {}): Promise<Harness> {
   const t = existing ?? (await createTestDb())
   const clock = new ManualClock('2026-11-21T12:00:00Z')
   const operatorKey = newSecret('svc_operator_')
@@ -40,6 +40,7 @@ export async function startHarness(existing?: TestDb, overrides: Partial<Pick<Pl
     masterKey: new Uint8Array(randomBytes(32)),
     ...(overrides.mailer ? { mailer: overrides.mailer } : {}),
     ...(overrides.sessions ? { sessions: overrides.sessions } : {}),
+    ...(overrides.files ? { files: overrides.files } : {}),
     db: t.db,
     clock,
     logger: overrides.logger ?? silentLogger,
