@@ -150,7 +150,10 @@ export interface AiClient {
     readonly prompt: string
     readonly attachments?: readonly Attachment[]
   }): Promise<string>
-  /** generateText's request answered as a stream of text chunks (stream shape: our choice). */
+  /**
+   * generateText's request answered as a stream of text pieces as the model writes them;
+   * return it from an HTTP-called Function to stream it to the caller.
+   */
   streamText(options: {
     readonly instructions?: string
     readonly prompt: string
