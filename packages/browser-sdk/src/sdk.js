@@ -1,7 +1,7 @@
 // The `service` global, served at {app_url}/_service/sdk.js. Same-origin only: the browser's
 // HttpOnly session cookie authenticates every call, so no token material ever reaches page
 // scripts. `auth.currentUser()`, `auth.signInUrl()`, `auth.signOut()`, `functions.call()`,
-// `functions.stream()`, `ServiceError`.
+// `functions.stream()`, `files.upload()`, `files.download()`, `files.info()`, `ServiceError`.
 (function () {
   'use strict'
 
@@ -194,8 +194,50 @@
     },
   })
 
+  const FILES_PATH = '/_service/files'
+
+  /**
+   * The signed-in person's managed files (the same files and rules as a Function's
+   * `ctx.files`: a person reads and writes their own uploads; anonymous uploads are refused
+   * with AUTH_REQUIRED). References are opaque strings: keep them, pass them to Functions.
+   */
+  const files = Object.freeze({
+    /**
+     * Stores `data` (a Blob or File, ArrayBuffer, typed array or string) and resolves to the
+     * file's reference. The bytes stream to the platform; `name` defaults to a File's name,
+     * `contentType` to its type.
+     *   const ref = await service.files.upload({ data: input.files[0] })
+     */
+    async upload(file) {
+      const data = file && file.data
+      if (data === undefined || data === null) throw new ServiceError('FILE_INVALID', 'files.upload takes { data, name?, contentType? }', { field: 'data' })
+      const name = file.name !== undefined ? file.name : data && typeof data.name === 'string' ? data.name : undefined
+      const contentType = file.contentType !== undefined ? file.contentType
+        : data && typeof data.type === 'string' && data.type ? data.type
+        : typeof data === 'string' ? 'text/plain; charset=utf-8' : 'application/octet-stream'
+      const info = await call(FILES_PATH, {
+        method: 'POST',
+        headers: { 'content-type': contentType, 'x-file-name': encodeURIComponent(name === undefined ? '' : String(name)) },
+        body: data,
+      })
+      return info.ref
+    },
+    /** The file's bytes (`data`, a Uint8Array) with its name, contentType, size and generation. */
+    async download(ref) {
+      const response = await send(FILES_PATH + '/' + encodeURIComponent(String(ref)), { headers: { accept: '*/*' } })
+      if (!response.ok) return readJson(response, FILES_PATH)
+      const info = JSON.parse(decodeURIComponent(response.headers.get('x-file-info') || '%7B%7D'))
+      const data = new Uint8Array(await response.arrayBuffer())
+      return Object.assign(info, { data: data })
+    },
+    /** The file's metadata: id, ref, name, contentType, size, generation, createdAt, updatedAt. */
+    async info(idOrRef) {
+      return call(FILES_PATH + '/' + encodeURIComponent(String(idOrRef)) + '/info')
+    },
+  })
+
   Object.defineProperty(window, 'service', {
-    value: Object.freeze({ auth, functions, ServiceError }),
+    value: Object.freeze({ auth, functions, files, ServiceError }),
     writable: false,
     configurable: false,
     enumerable: true,

@@ -40,7 +40,7 @@ import { createDataApi, createSchemaCache } from './data-api/index.ts'
 import { createNamespaceSql, type NamespaceSql } from './deploy/namespace-sql.ts'
 import { callFunction, callRoute, createFunctionHost, type FunctionHost } from './functions/index.ts'
 import { createAi } from './ai/index.ts'
-import { createFileStorage, createFiles, createFilesContext, readManagedFile, type FileStorage, type FilesDeps, type ManagedFiles } from './files/index.ts'
+import { createFileStorage, createFiles, createFilesContext, filesRoutes, readManagedFile, type FileStorage, type FilesDeps, type ManagedFiles } from './files/index.ts'
 import { join } from 'node:path'
 import { createJobs, jobRoutes, type Jobs, type JobsOptions } from './jobs/index.ts'
 import { createCronScheduler, cronRoutes, type CronScheduler, type CronSchedulerOptions } from './cron/index.ts'
@@ -239,6 +239,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     dataApi: createDataApi({ db, schemas: createSchemaCache(), sql: appSql }),
     callFunction: (c, target) => callFunction(functionCalls, c, target),
     callRoute: (c, target) => callRoute(functionCalls, c, target),
+    files: filesRoutes({ db, files }),
     hostOf: (request) => classifyHost(request.headers.get('host') ?? new URL(request.url).host, deps.config.baseUrl),
   })
 

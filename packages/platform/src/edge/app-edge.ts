@@ -69,6 +69,8 @@ export interface EdgeDeps {
   callFunction: (c: Context, target: { app: App; caller: Caller; name: string; origin: string }) => Promise<Response>
   /** The active release's Function route for the request, or null (then the frontend answers). */
   callRoute: (c: Context, target: { app: App; caller: Caller; origin: string }) => Promise<Response | null>
+  /** `service.files` (files/routes.ts); without it `/_service/files` is NOT_IMPLEMENTED. */
+  files?: (request: Request, target: { appId: string; origin: string; userId: string | null }) => Promise<Response>
 }
 
 function wantsPage(c: Context): boolean {
@@ -277,6 +279,12 @@ export function appEdge(deps: EdgeDeps) {
   edge.all('/rest/*', (c) => c.json({ code: 'PGRST125', message: `Invalid path specified in request URL: ${new URL(c.req.url).pathname}`, details: null, hint: null }, 404))
   edge.all('/_service/functions/:name', (c) =>
     deps.callFunction(c, { app: c.var.app, caller: c.var.caller, name: c.req.param('name'), origin: origin(c) }))
+  if (deps.files !== undefined) {
+    const files = deps.files
+    const serveFiles = (c: Context<EdgeEnv>) => files(c.req.raw, { appId: c.var.app.id, origin: origin(c), userId: c.var.caller.user?.id ?? null })
+    edge.all('/_service/files', serveFiles)
+    edge.all('/_service/files/*', serveFiles)
+  }
   edge.all('/_service/*', (c) => {
     throw notImplemented(`The runtime endpoint ${new URL(c.req.url).pathname}`)
   })

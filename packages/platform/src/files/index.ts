@@ -20,6 +20,7 @@ export { grantFileReads, readGrantOption } from './grants.ts'
 export { createFilesContext, INLINE_FILE_BYTES, PIPE_CHUNK_BYTES, type FilesContextCall } from './context.ts'
 export type { FileStorage } from './storage.ts'
 export { createLocalStorage } from './local-storage.ts'
+export { filesRoutes, type FilesRequestTarget } from './routes.ts'
 export { createS3Storage } from './s3-storage.ts'
 export type { S3StorageOptions } from './s3-storage.ts'
 
