@@ -14,7 +14,7 @@ import { capturedLog, type CapturedLog } from '../../test/captured-log.ts'
 import { deployApp } from '../../test/integration-fixture.ts'
 import { isRetryable } from '../jobs/dispatcher.ts'
 import { silentLogger } from '../lib/logger.ts'
-import { createAi, type ReadFileInput } from './ai.ts'
+import { createAi, MAX_PROMPT_CHARS, type ReadFileInput } from './ai.ts'
 import { startProviderDouble, type ProviderDouble } from './test-provider.ts'
 import { base64, gif, jpeg, pdf, png, webp } from './test-fixtures.ts'
 
@@ -357,6 +357,36 @@ describe('ctx.ai without a provider', () => {
       assert.deepEqual(error.details, { setting: 'AI_TEXT_MODEL' })
       return true
     })
+  })
+})
+
+describe('ctx.ai input checks', () => {
+  test('each malformed call is AI_INPUT_INVALID (or BAD_REQUEST for an unknown method) before any provider is needed', async () => {
+    const ai = createAi({ settings: { baseUrl: null, apiKey: null, textModel: null, imageModel: null, timeoutMs: 1000 }, logger: silentLogger })
+    const call = { appId: 'a', devName: '', identity: null, user: null, job: null, signal: new AbortController().signal, invocation: {} }
+    const cases: Array<[string, unknown[]]> = [
+      ['generateText', []],
+      ['generateText', ['just a prompt']],
+      ['generateText', [{ prompt: 'x'.repeat(MAX_PROMPT_CHARS + 1) }]],
+      ['generateText', [{ prompt: 'x', instructions: '' }]],
+      ['generateText', [{ prompt: 42 }]],
+      ['streamText', [{ prompt: '   ' }]],
+      ['generateObject', [{ prompt: 'x' }]],
+      ['generateObject', [{ prompt: 'x', schema: [] }]],
+      ['generateObject', [{ prompt: 'x', schema: { type: 'object' }, instructions: 'no' }]],
+      ['generateImage', [{ prompt: 'x', size: '1024x1024' }]],
+      ['generateImage', [{}]],
+    ]
+    for (const [method, args] of cases) {
+      await assert.rejects(ai.answer({ ...call, method, args }), (error: any) => {
+        assert.equal(error.code, 'AI_INPUT_INVALID', `${method} ${JSON.stringify(args).slice(0, 80)}: ${error.message}`)
+        assert.equal(error.status, 400)
+        return true
+      })
+    }
+    await assert.rejects(ai.answer({ ...call, method: 'embed', args: [{}] }), { code: 'BAD_REQUEST' })
+    // At the limit the prompt passes the checks (and only then needs the provider).
+    await assert.rejects(ai.answer({ ...call, method: 'generateText', args: [{ prompt: 'x'.repeat(MAX_PROMPT_CHARS) }] }), { code: 'AI_NOT_CONFIGURED' })
   })
 })
 
