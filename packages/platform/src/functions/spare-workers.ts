@@ -79,7 +79,7 @@ export interface SpareWorkers {
   readonly key: string
   /** A started spare (ready ones first), or undefined when none is; another starts in its place. */
   take(): SpareWorker | undefined
-  /** Resolves when `count` spares have sent `ready` (or one of them ended). For benchmarks and tests. */
+  /** Resolves when `count` spares have sent `ready` (or one of them ended, or the spares closed). For benchmarks and tests. */
   ready(): Promise<void>
   /** Process ids of the spares not taken yet. */
   idle(): number[]
@@ -136,7 +136,7 @@ export function createSpareWorkers(options: SpareWorkersOptions): SpareWorkers {
   let waiters: Array<() => void> = []
 
   function settleWaiters(): void {
-    if (!broken && idle.filter((spare) => spare.readied).length < options.count) return
+    if (!closed && !broken && idle.filter((spare) => spare.readied).length < options.count) return
     const settled = waiters
     waiters = []
     for (const settle of settled) settle()
@@ -280,9 +280,6 @@ export function createSpareWorkers(options: SpareWorkersOptions): SpareWorkers {
       const exits = idle.map((spare) => spare.process.exited)
       for (const spare of idle.splice(0)) spare.process.kill('the spare workers closed')
       settleWaiters()
-      const settled = waiters
-      waiters = []
-      for (const settle of settled) settle()
       await Promise.all(exits)
     },
   }
