@@ -24,10 +24,12 @@ describe(`ctx.files (${backend})`, () => {
   let h: Harness
   let ann: SignedIn
   let bob: SignedIn
+  let ownerToken: string
 
   before(async () => {
     h = await startHarness()
     const { token } = await h.createOwner('owner@files.test')
+    ownerToken = token
     for (const slug of ['filebox', 'otherbox']) {
       assert.equal((await h.request('/v1/apps', { token, json: { slug, visibility: 'public' } })).status, 201)
       const res = await h.request(`/v1/apps/${slug}/deployments`, { token, json: filesBundle(slug) })
@@ -145,6 +147,26 @@ describe(`ctx.files (${backend})`, () => {
     // A guessed reference of the right shape reads nothing either.
     assert.deepEqual(await op({ op: 'download', ref: `file_${'A'.repeat(43)}` }), { error: 'FILE_NOT_FOUND' })
     assert.equal((await op({ op: 'download', ref: mine.ref })).size, 12, 'the owner still reads it in its own app')
+  })
+
+  test('attack: a reference of production is nothing in a development namespace of the same app, and the other way round', async () => {
+    const deployed = await h.request('/v1/apps/filebox/dev/alice/deployments', { token: ownerToken, json: filesBundle('filebox') })
+    assert.equal(deployed.status, 201, await deployed.text())
+    const app = (await findAppBySlug(h.t.db, 'filebox'))!
+    const dev = async (input: Record<string, unknown>) => {
+      const fn = await h.platform.functions.resolveDev(app, 'alice', 'sysOp')
+      const result = await h.platform.functions.run(fn!, { input, user: null })
+      assert.ok(result.ok && 'value' in result, JSON.stringify(result))
+      return (result as { value: any }).value
+    }
+    const production = await sysOp({ op: 'upload', text: 'production', name: 'p.txt', contentType: 'text/plain' })
+    const development = await dev({ op: 'upload', text: 'development', name: 'd.txt', contentType: 'text/plain' })
+    assert.deepEqual(await dev({ op: 'download', ref: production.ref }), { error: 'FILE_NOT_FOUND' })
+    assert.deepEqual(await dev({ op: 'info', ref: production.info.id }), { error: 'FILE_NOT_FOUND' })
+    assert.deepEqual(await dev({ op: 'remove', ref: production.ref }), { error: 'FILE_NOT_FOUND' })
+    assert.deepEqual(await sysOp({ op: 'download', ref: development.ref }), { error: 'FILE_NOT_FOUND' })
+    assert.equal((await dev({ op: 'download', ref: development.ref })).size, 11)
+    assert.equal((await sysOp({ op: 'download', ref: production.ref })).size, 10)
   })
 
   test('bad input gets precise codes: a missing name, a bad content type, data that is not bytes', async () => {
