@@ -30,9 +30,9 @@ describe(`ctx.files (${backend})`, () => {
     h = await startHarness()
     const { token } = await h.createOwner('owner@files.test')
     ownerToken = token
-    for (const slug of ['filebox', 'otherbox']) {
+    for (const slug of ['filebox', 'otherbox', 'oldbox']) {
       assert.equal((await h.request('/v1/apps', { token, json: { slug, visibility: 'public' } })).status, 201)
-      const res = await h.request(`/v1/apps/${slug}/deployments`, { token, json: filesBundle(slug) })
+      const res = await h.request(`/v1/apps/${slug}/deployments`, { token, json: filesBundle(slug, slug === 'oldbox' ? '2.3.0' : '2.6.0') })
       assert.equal(res.status, 201, await res.text())
     }
     ann = await signIn(h, 'filebox', 'ann@files.test')
@@ -177,9 +177,9 @@ describe(`ctx.files (${backend})`, () => {
   })
 
   describe('delegated read grants (SDK 2.4.0)', () => {
-    async function produce(payload: Record<string, unknown>, options: Record<string, unknown>, as: SignedIn | null = ann): Promise<any> {
+    async function produce(payload: Record<string, unknown>, options: Record<string, unknown>, as: SignedIn | null = ann, slug = 'filebox'): Promise<any> {
       const res = await h.request('/_service/functions/produce', {
-        host: 'filebox', headers: { 'x-service-sdk': '1' }, json: { payload: JSON.stringify(payload), options: JSON.stringify(options) },
+        host: slug, headers: { 'x-service-sdk': '1' }, json: { payload: JSON.stringify(payload), options: JSON.stringify(options) },
         ...(as === null ? {} : { token: as.accessToken }),
       })
       assert.equal(res.status, 200)
@@ -247,6 +247,8 @@ describe(`ctx.files (${backend})`, () => {
       const first = await produce({ ref }, { idempotencyKey: 'l7', files: { read: [ref] } })
       assert.equal((await produce({ ref }, { idempotencyKey: 'l7', files: { read: [ref] } })).id, first.id, 'the same key and files return the job')
       assert.deepEqual(await produce({ ref }, { idempotencyKey: 'l7', files: { read: [other.ref] } }), { error: 'IDEMPOTENCY_KEY_REUSED' })
+      assert.deepEqual(await produce({ ref }, { idempotencyKey: 'l9', files: { read: [ref] } }, null, 'oldbox'), { error: 'FILE_GRANT_SDK_TOO_OLD' },
+        'a release pinned below SDK 2.4.0 cannot grant')
       const sixteen = await produce({ ref }, { idempotencyKey: 'l8', files: { read: Array(16).fill(ref) } })
       assert.match(sixteen.id, /^[0-9a-f-]{36}$/)
       // No job is left behind by a refused grant.

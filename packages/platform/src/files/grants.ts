@@ -7,6 +7,7 @@
  */
 import type { Queryable } from '../db/db.ts'
 import { ServiceError } from '../lib/errors.ts'
+import { SDK_GATES, sdkAtLeast } from '../manifest/index.ts'
 import { checkRef, FILE_LIMITS, owns, type FileCaller } from './files.ts'
 import { findByRef, insertGrants } from './queries.ts'
 
@@ -25,6 +26,21 @@ export function readGrantOption(files: unknown): readonly string[] {
     })
   }
   return read as string[]
+}
+
+/**
+ * Refuses a grant from a release pinned below SDK 2.4.0 (spec 9), which has no `files`
+ * option: FILE_GRANT_SDK_TOO_OLD, naming the version to pin.
+ */
+export async function checkGrantSdk(db: Queryable, releaseId: string): Promise<void> {
+  const rows = await db.query<{ sdk: string | null }>(
+    `select manifest -> 'runtime' -> 'sdk' ->> 'version' as sdk from platform.releases where id = $1`, [releaseId])
+  const sdk = rows[0]?.sdk ?? '0.0.0'
+  if (!sdkAtLeast(sdk, SDK_GATES.fileGrants)) {
+    throw new ServiceError('FILE_GRANT_SDK_TOO_OLD',
+      `Delegated file read grants need runtime SDK ${SDK_GATES.fileGrants} or later; this release pins ${sdk}: raise runtime.sdk.version in service.yaml`,
+      { details: { sdk, required: SDK_GATES.fileGrants } })
+  }
 }
 
 /**

@@ -16,7 +16,7 @@ import { createS3Storage, type S3StorageOptions } from './s3-storage.ts'
 import type { FileStorage } from './storage.ts'
 
 export { createFiles, FILE_LIMITS, type FileCaller, type FileInfo, type ManagedFiles, type FilesDeps } from './files.ts'
-export { grantFileReads, readGrantOption } from './grants.ts'
+export { checkGrantSdk, grantFileReads, readGrantOption } from './grants.ts'
 export { createFilesContext, INLINE_FILE_BYTES, PIPE_CHUNK_BYTES, type FilesContextCall } from './context.ts'
 export type { FileStorage } from './storage.ts'
 export { createLocalStorage } from './local-storage.ts'

@@ -124,9 +124,10 @@ alter table scans enable row level security;
 create policy scans_system on scans for all using (auth.is_system()) with check (auth.is_system());
 `
 
-export function filesBundle(slug: string) {
+/** The app's bundle; `sdk` replaces the pinned runtime SDK version (2.6.0). */
+export function filesBundle(slug: string, sdk = '2.6.0') {
   return bundle({
-    'service.yaml': manifest(slug, FUNCTIONS_YAML),
+    'service.yaml': manifest(slug, FUNCTIONS_YAML).replace('version: 2.6.0', `version: ${sdk}`),
     'functions/op.ts': OP,
     'functions/sys-op.ts': OP,
     'functions/produce.ts': PRODUCE,

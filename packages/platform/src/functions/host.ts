@@ -39,7 +39,7 @@ import type { FunctionDeclaration } from '../manifest/index.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { AiContextCall } from '../ai/index.ts'
 import { notImplemented, ServiceError } from '../lib/errors.ts'
-import { fileCallerOf, readGrantOption, type FilesContextCall } from '../files/index.ts'
+import { checkGrantSdk, fileCallerOf, readGrantOption, type FilesContextCall } from '../files/index.ts'
 import { withFields, type Logger } from '../lib/logger.ts'
 import { materialiseRelease } from './bundle-files.ts'
 import { checkDataAuthorization, runDataCall, type DataIdentity } from './context-data.ts'
@@ -477,10 +477,13 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
         return await deps.files.answer({ caller: fileCallerOf(meta), invocation: meta, method: call.method, args: call.args })
       case 'jobs':
         if (deps.jobs === undefined) throw notImplemented('ctx.jobs')
-        // A delegated read grant is given by a person or the app, never by an anonymous caller (files/grants.ts).
-        if (call.method === 'enqueue' && hasFileGrant(call.args) && meta.identity.role !== 'system' && meta.user === null) {
+        // A delegated read grant (SDK 2.4.0) is given by a person or the app, never by an anonymous caller (files/grants.ts).
+        if (call.method === 'enqueue' && hasFileGrant(call.args)) {
           readGrantOption((call.args[2] as { files: unknown }).files)
-          throw new ServiceError('AUTH_REQUIRED', 'Granting file reads to a job needs a signed-in user or a system Function (spec 5.5)')
+          await checkGrantSdk(deps.db, meta.releaseId)
+          if (meta.identity.role !== 'system' && meta.user === null) {
+            throw new ServiceError('AUTH_REQUIRED', 'Granting file reads to a job needs a signed-in user or a system Function (spec 5.5)')
+          }
         }
         return await deps.jobs.answer({
           appId: meta.appId, namespace: meta.namespace, devName: meta.devName, userId: meta.user?.id ?? null, method: call.method, args: call.args,

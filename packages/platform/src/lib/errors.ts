@@ -122,6 +122,7 @@ export const ERROR_CODES = {
   FILE_GRANT_INVALID: 400,
   FILE_GRANT_TOO_LARGE: 413,
   FILE_GRANT_EXPIRED: 403,
+  FILE_GRANT_SDK_TOO_OLD: 400,
   FILE_UPLOAD_NOT_FOUND: 409,
   // AI helpers (spec 2.10 ai, 4.3, 8; our codes, docs/api.md): configuration, input, attachment
   // limits (each violation its own code), the provider's answers (429, 5xx and timeouts retryable).
