@@ -3,6 +3,7 @@
  * download, replace, remove and info, inline and in pieces across the worker pipe; who may
  * read and write whose files; a reference of one app is nothing in another; delegated read
  * grants on jobs.enqueue (download only, the pinned generation, a fresh attempt on retry).
+ * All of it over each storage adapter: local disk and S3 (a real s3rver).
  */
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
@@ -11,6 +12,8 @@ import { backend } from '../../test/test-db.ts'
 import { startHarness, type Harness } from '../../test/harness.ts'
 import { signIn, type SignedIn } from '../../test/data-fixture.ts'
 import { findAppBySlug } from '../apps/apps.ts'
+import { startS3Server, type TestS3Server } from '../../test/s3-server.ts'
+import { createS3Storage } from './s3-storage.ts'
 import { filesBundle } from './test-app.ts'
 
 function pattern(size: number, seed = 7): Uint8Array {
@@ -20,14 +23,16 @@ function pattern(size: number, seed = 7): Uint8Array {
 }
 const sha = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex')
 
-describe(`ctx.files (${backend})`, () => {
+for (const storage of ['local disk', 'S3-compatible (s3rver)'] as const) describe(`ctx.files over ${storage} storage (${backend})`, () => {
   let h: Harness
+  let s3: TestS3Server | undefined
   let ann: SignedIn
   let bob: SignedIn
   let ownerToken: string
 
   before(async () => {
-    h = await startHarness()
+    if (storage !== 'local disk') s3 = await startS3Server()
+    h = await startHarness(undefined, s3 === undefined ? {} : { files: { storage: createS3Storage(s3.options) } })
     const { token } = await h.createOwner('owner@files.test')
     ownerToken = token
     for (const slug of ['filebox', 'otherbox', 'oldbox']) {
@@ -38,7 +43,10 @@ describe(`ctx.files (${backend})`, () => {
     ann = await signIn(h, 'filebox', 'ann@files.test')
     bob = await signIn(h, 'filebox', 'bob@files.test')
   })
-  after(() => h.close())
+  after(async () => {
+    await h.close()
+    await s3?.close()
+  })
 
   /** Calls `op` of an app as a person (or anonymously). */
   async function op(input: Record<string, unknown>, options: { as?: SignedIn | null; slug?: string } = {}): Promise<any> {
