@@ -4,10 +4,10 @@
  * carries at most 1 MiB of JSON, so the worker sends a file of up to INLINE_FILE_BYTES in
  * one call and a larger one in pieces of PIPE_CHUNK_BYTES (functions/worker/worker.ts):
  *
- *   upload(file) / replace(ref, file)           one call, data inline
+ *   upload(file) / replace(ref, file) -> ref    one call, data inline
  *   upload.begin({ name, contentType, size, replaces? }) -> { uploadId }
  *   upload.chunk(uploadId, bytes)               in order; each resolves once storage took it
- *   upload.finish(uploadId) -> info             the file is committed
+ *   upload.finish(uploadId) -> ref              the file is committed
  *   download(ref) -> info and data (inline), or info and `data: null` past INLINE_FILE_BYTES
  *   download.chunk(ref, { generation, offset, length }) -> bytes
  *
@@ -182,15 +182,15 @@ export function createFilesContext(files: ManagedFiles): { answer(call: FilesCon
           const file = call.args[0]
           if (!isRecord(file)) throw bad('files.upload takes { data, name, contentType }', 'file')
           const bytes = bytesOf(file.data)
-          return await files.upload(caller, { name: file.name as string, contentType: file.contentType as string, chunks: once(bytes) })
+          return (await files.upload(caller, { name: file.name as string, contentType: file.contentType as string, chunks: once(bytes) })).ref
         }
         case 'replace': {
           const [ref, file] = call.args
           if (!isRecord(file)) throw bad('files.replace takes (ref, { data, name })', 'file')
           const bytes = bytesOf(file.data)
-          return await files.replace(caller, ref as string, {
+          return (await files.replace(caller, ref as string, {
             name: file.name as string, ...(file.contentType === undefined ? {} : { contentType: file.contentType as string }), chunks: once(bytes),
-          })
+          })).ref
         }
         case 'upload.begin':
           return begin(caller, call)
@@ -219,7 +219,7 @@ export function createFilesContext(files: ManagedFiles): { answer(call: FilesCon
             throw error
           }
           current.end()
-          return await current.done
+          return (await current.done).ref
         }
         case 'download': {
           const opened = await files.open(caller, call.args[0] as string)

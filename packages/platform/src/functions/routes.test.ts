@@ -109,8 +109,8 @@ const FILES = {
     import { defineFunction, object } from '@service/server'
     export default defineFunction({
       input: object({}),
-      async handler({ files }) {
-        return await files.upload({ data: new Uint8Array([1]), name: 'a.bin', contentType: 'application/octet-stream' })
+      async handler({ notifications }) {
+        return await notifications.send({ to: 'someone', title: 'Hi', body: 'there' })
       },
     })`,
   'functions/strict.ts': `
@@ -375,7 +375,7 @@ describe(`Functions over HTTP (${backend})`, () => {
     const res = await callWith(h, 'notes', 'upload', { token: appToken })
     assert.equal(res.status, 501)
     assert.equal(res.body.error.code, 'NOT_IMPLEMENTED')
-    assert.equal(res.body.error.message, 'ctx.files is not available on this platform yet')
+    assert.equal(res.body.error.message, 'ctx.notifications is not available on this platform yet')
   })
 
   test('strict input fails with INPUT_INVALID and its paths, and the handler does not run', async () => {

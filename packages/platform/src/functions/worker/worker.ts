@@ -725,22 +725,19 @@ async function sendFile(call: PlatformCall, file: unknown, replaces: unknown): P
     : ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
     : typeof data === 'string' ? new TextEncoder().encode(data)
     : null
-  let info: unknown
   if (record === null || bytes === null || bytes.byteLength <= FILE_INLINE_BYTES) {
     // Small, or not bytes at all: the platform checks it and says what is wrong.
-    info = replaces === undefined ? await call('files', 'upload', file) : await call('files', 'replace', replaces, file)
-  } else {
-    const { uploadId } = await call('files', 'upload.begin', {
-      name: record.name, size: bytes.byteLength,
-      ...(record.contentType === undefined ? {} : { contentType: record.contentType }),
-      ...(replaces === undefined ? {} : { replaces }),
-    }) as { uploadId: string }
-    for (let offset = 0; offset < bytes.byteLength; offset += FILE_PIECE_BYTES) {
-      await call('files', 'upload.chunk', uploadId, bytes.subarray(offset, offset + FILE_PIECE_BYTES))
-    }
-    info = await call('files', 'upload.finish', uploadId)
+    return replaces === undefined ? await call('files', 'upload', file) : await call('files', 'replace', replaces, file)
   }
-  return (info as { ref: string }).ref
+  const { uploadId } = await call('files', 'upload.begin', {
+    name: record.name, size: bytes.byteLength,
+    ...(record.contentType === undefined ? {} : { contentType: record.contentType }),
+    ...(replaces === undefined ? {} : { replaces }),
+  }) as { uploadId: string }
+  for (let offset = 0; offset < bytes.byteLength; offset += FILE_PIECE_BYTES) {
+    await call('files', 'upload.chunk', uploadId, bytes.subarray(offset, offset + FILE_PIECE_BYTES))
+  }
+  return await call('files', 'upload.finish', uploadId)
 }
 
 /** `files.download`: the info and the bytes, fetched in FILE_PIECE_BYTES pieces past FILE_INLINE_BYTES. */
