@@ -17,7 +17,10 @@
  * invocation's namespace (context-secrets.ts; a provider's integration invocation reads its
  * secrets overlay first, provider-invoker.ts), `integrations` by the broker
  * (integrations/broker.ts), `integration.emit` by integrations/events (a provider's
- * integration invocation that may emit only), every other member NOT_IMPLEMENTED by name. Secret values of the
+ * integration invocation that may emit only), `files` by files/context.ts under the
+ * invocation's identity and job (its delegated read grant; a `jobs.enqueue` with `files` is
+ * checked here for SDK 2.4.0 and a non-anonymous producer first), every other member
+ * NOT_IMPLEMENTED by name. Secret values of the
  * namespace are redacted from stored log lines, failures and worker diagnostics here, so
  * no caller sees an unredacted one. A development namespace (`resolveDev`) runs its own
  * active release in its own pools, schema and secrets.
