@@ -172,6 +172,25 @@ for (const [label, open] of [['local disk', localBacking], ['S3-compatible (s3rv
       await storage.close()
     })
 
+    test('the objects of files deleted with their namespace (an app or development namespace removed) are swept', async () => {
+      const { token } = await h.createOwner('other-owner@files-domain.test')
+      assert.equal((await h.request('/v1/apps', { token, json: { slug: 'gone', visibility: 'public' } })).status, 201)
+      assert.equal((await h.request('/v1/apps/gone/deployments', { token, json: bundle({ 'service.yaml': manifest('gone') }) })).status, 201)
+      const app = (await findAppBySlug(h.t.db, 'gone'))!
+      const namespace = (await findNamespace(h.t.db, app.id))!
+      const gone: FileCaller = { appId: app.id, namespaceId: namespace.id, userId: null, system: true, jobId: null }
+      const before = await backing.objects()
+      await files.upload(gone, { name: 'g.txt', contentType: 'text/plain', chunks: chunks(7) })
+      assert.equal(await backing.objects(), before + 1)
+      await h.t.db.query(`delete from platform.namespaces where id = $1`, [namespace.id])
+      assert.equal(await pending(), 1, 'the cascade recorded the object as pending')
+      // The trigger stamps the database's time; bring the test clock past it.
+      h.clock.advance(Math.max(0, Date.now() - h.clock.now().getTime()) + 60_000)
+      await files.sweep()
+      assert.equal(await backing.objects(), before)
+      assert.equal(await pending(), 0)
+    })
+
     test('crash: a platform process killed during an upload leaves no half file, and after the sweep no orphan', async () => {
       const objectsBefore = await backing.objects()
       const filesBefore = (await h.t.db.query(`select 1 from platform.files`)).length

@@ -52,3 +52,16 @@ create table platform.file_grants (
   primary key (job_id, file_id)
 );
 create index file_grants_file on platform.file_grants (file_id);
+
+-- A file row deleted by a cascade (its app or development namespace removed) leaves its
+-- object to the sweep: the deletion records it as pending. `remove` records it itself first.
+create function platform.file_object_orphaned() returns trigger language plpgsql as $$
+begin
+  insert into platform.file_objects_pending (storage_key, reason, created_at)
+  values (old.storage_key, 'delete', now())
+  on conflict (storage_key) do nothing;
+  return old;
+end
+$$;
+create trigger files_object_orphaned after delete on platform.files
+  for each row execute function platform.file_object_orphaned();
