@@ -148,12 +148,16 @@ export function createSpareWorkers(options: SpareWorkersOptions): SpareWorkers {
     return slot
   }
 
-  /** Starts the replacement of a taken spare, once. */
+  /**
+   * Starts the replacement of a taken spare, once, in a later turn of the event loop:
+   * spawning a process blocks Node for milliseconds, which must not delay the answer that
+   * the taken worker just gave.
+   */
   function refill(spare: Spare): void {
     if (spare.refill === undefined) return
     clearTimeout(spare.refill)
     spare.refill = undefined
-    fill()
+    setImmediate(fill)
   }
 
   function fill(): void {
@@ -193,8 +197,8 @@ export function createSpareWorkers(options: SpareWorkersOptions): SpareWorkers {
       onMessage(message, hasBytes, chars) {
         if (spare === undefined) return
         if (spare.handlers !== undefined) {
-          if (message.type !== 'ready') refill(spare)
           spare.handlers.onMessage(message, hasBytes, chars)
+          if (message.type !== 'ready') refill(spare)
           return
         }
         // Nothing but `ready` can come before a spare is taken: no Function has loaded.
@@ -213,8 +217,8 @@ export function createSpareWorkers(options: SpareWorkersOptions): SpareWorkers {
         if (spare === undefined || spare.ended) return
         spare.ended = true
         if (spare.handlers !== undefined) {
-          refill(spare)
           spare.handlers.onEnd(reason)
+          refill(spare)
           return
         }
         const index = idle.indexOf(spare)
