@@ -234,6 +234,20 @@ for (const storage of ['local disk', 'S3-compatible (s3rver)'] as const) describ
       assert.deepEqual(await scans(pinnedNew.id), ['FILE_INPUT_CHANGED'])
     })
 
+    test("the pin holds for the app's own file granted by a system producer, though the consumer could read the app's files anyway", async () => {
+      const { ref } = await sysOp({ op: 'upload', text: 'app input', name: 'in.txt', contentType: 'text/plain' })
+      const app = (await findAppBySlug(h.t.db, 'filebox'))!
+      const fn = await h.platform.functions.resolve(app, 'sysProduce')
+      const result = await h.platform.functions.run(fn!, { input: { payload: JSON.stringify({ ref }), options: JSON.stringify({ idempotencyKey: 'g10', files: { read: [ref] } }) }, user: null })
+      const job = (result as { value: { id: string } }).value
+      const untouched = await sysOp({ op: 'upload', text: 'app input 2', name: 'in2.txt', contentType: 'text/plain' })
+      const plain = await h.platform.functions.run(fn!, { input: { payload: JSON.stringify({ ref: untouched.ref }), options: JSON.stringify({ idempotencyKey: 'g11' }) }, user: null })
+      await sysOp({ op: 'replace', ref, text: 'app input', name: 'in.txt' })
+      await drain()
+      assert.deepEqual(await scans(job.id), ['FILE_INPUT_CHANGED'])
+      assert.deepEqual(await scans((plain as { value: { id: string } }).value.id), ['ok:11:1'], "without a grant the consumer reads the app's file as the app")
+    })
+
     test('each retry gets fresh authority from the grant: attempt 2 reads the file again', async () => {
       const { ref } = await op({ op: 'upload', text: 'retry me' })
       const job = await produce({ ref, failFirst: 'yes' }, { idempotencyKey: 'g8', files: { read: [ref] } })

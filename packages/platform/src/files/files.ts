@@ -221,9 +221,12 @@ export function createFiles(deps: FilesDeps): ManagedFiles {
     const row = await findByRef(db, caller.namespaceId, checked)
     if (row === undefined) throw notFound()
     const grant = caller.jobId === null ? undefined : await findGrant(db, caller.jobId, row.id)
-    if (grant !== undefined && !owns(caller, row)) {
+    const owner = owns(caller, row)
+    // A job reads the content it was given: the pin holds for a granted file even when the
+    // consumer owns it too (the app's file granted by a system producer); its owner may still write it.
+    if (grant !== undefined && !(owner && access === 'write')) {
       if (access === 'write') throw new ServiceError('FILE_READ_ONLY', 'A delegated read grant allows downloading the file only')
-      if (new Date(grant.expires_at).getTime() <= clock.now().getTime()) {
+      if (!owner && new Date(grant.expires_at).getTime() <= clock.now().getTime()) {
         throw new ServiceError('FILE_GRANT_EXPIRED', 'The delegated read grant of this job expired (grants last 14 days)')
       }
       if (grant.generation !== row.generation || row.ref_generation !== row.generation) {
@@ -233,7 +236,7 @@ export function createFiles(deps: FilesDeps): ManagedFiles {
       }
       return row
     }
-    if (!owns(caller, row)) throw notFound()
+    if (!owner) throw notFound()
     if (row.ref_generation !== row.generation) throw notFound()
     return row
   }
@@ -326,7 +329,7 @@ export function createFiles(deps: FilesDeps): ManagedFiles {
         if (row === undefined) throw notFound()
         // By id, a grant's reference is the one pinned: resolve through it so the pin applies.
         const grant = caller.jobId === null ? undefined : await findGrant(db, caller.jobId, row.id)
-        if (grant !== undefined && !owns(caller, row)) return infoOf(await resolve(caller, row.current_ref, 'read'))
+        if (grant !== undefined) return infoOf(await resolve(caller, row.current_ref, 'read'))
         if (!owns(caller, row)) throw notFound()
         return infoOf(row)
       }

@@ -18,6 +18,9 @@ const FUNCTIONS_YAML = `functions:
   - name: scan
     entrypoint: functions/scan.ts
     access: system
+  - name: sysProduce
+    entrypoint: functions/sys-produce.ts
+    access: system
 queues:
   - name: scans
     function: scan
@@ -131,6 +134,7 @@ export function filesBundle(slug: string, sdk = '2.6.0') {
     'functions/op.ts': OP,
     'functions/sys-op.ts': OP,
     'functions/produce.ts': PRODUCE,
+    'functions/sys-produce.ts': PRODUCE,
     'functions/scan.ts': SCAN,
     'database/migrations/0001_scans.sql': MIGRATION,
   })
