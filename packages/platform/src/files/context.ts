@@ -124,8 +124,9 @@ function pieceQueue(): { iterable: AsyncIterable<Uint8Array>; push: (chunk: Uint
  * const files = createFilesContext(managed)
  * await files.answer({ caller, invocation: meta, method: 'upload', args: [{ data, name, contentType }] })
  */
-export function createFilesContext(files: ManagedFiles): { answer(call: FilesContextCall): Promise<unknown> } {
+export function createFilesContext(files: ManagedFiles, options: { idleMs?: number } = {}): { answer(call: FilesContextCall): Promise<unknown> } {
   const sessions = new Map<string, UploadSession>()
+  const idleMs = options.idleMs ?? UPLOAD_IDLE_MS
 
   function session(call: FilesContextCall): { id: string; session: UploadSession } {
     const id = call.args[0]
@@ -141,7 +142,7 @@ export function createFilesContext(files: ManagedFiles): { answer(call: FilesCon
     current.timer = setTimeout(() => {
       sessions.delete(id)
       current.fail(new ServiceError('FILE_UPLOAD_NOT_FOUND', 'The upload was idle for a minute and was aborted'))
-    }, UPLOAD_IDLE_MS)
+    }, idleMs)
     current.timer.unref()
   }
 

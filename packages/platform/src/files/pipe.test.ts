@@ -75,6 +75,15 @@ describe(`ctx.files pieces across the pipe (${backend})`, () => {
       'an announced size over the limit is refused before any byte')
   })
 
+  test('an upload left idle (its invocation gone) is aborted and leaves nothing behind', async () => {
+    const quick = createFilesContext(files, { idleMs: 20 })
+    const invocation = {}
+    const { uploadId } = await quick.answer({ caller, invocation, method: 'upload.begin', args: [{ name: 'i.bin', contentType: 'application/octet-stream', size: 10 }] }) as { uploadId: string }
+    await quick.answer({ caller, invocation, method: 'upload.chunk', args: [uploadId, new Uint8Array(5)] })
+    await eventually(async () => (await leftovers()) === 0 && (await pending()) === 0, 'the idle upload is cleaned up')
+    await assert.rejects(quick.answer({ caller, invocation, method: 'upload.chunk', args: [uploadId, new Uint8Array(5)] }), code('FILE_UPLOAD_NOT_FOUND'))
+  })
+
   test('a download in pieces is refused once the file was replaced, and pieces are at most 512 KiB', async () => {
     const invocation = {}
     const ref = await ask(invocation, 'upload', { data: new Uint8Array(1000), name: 'd.bin', contentType: 'application/octet-stream' }) as string
