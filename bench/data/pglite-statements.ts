@@ -64,7 +64,8 @@ function capturingDb(db: Db): { db: Db; start(): void; stop(): Captured[] } {
   }
 }
 
-const adapter = await openPglite()
+// Seeding 100,000 rows through an app migration is app SQL: a loaded machine can take past the 5 s default.
+const adapter = await openPglite({ statementTimeoutMs: 600_000 })
 await migratePlatform(adapter)
 const capture = capturingDb(adapter)
 const operatorKey = newSecret('svc_operator_')
@@ -117,16 +118,22 @@ const shapes: { name: string; text: string; params: () => readonly unknown[]; ap
 /** The request's statement taken apart: the caller check, the wrapper, the app statement, each alone. */
 function parts(): typeof shapes {
   if (!wrapped) return []
-  const fn = /platform_exec\."[^"]+"/.exec(wrapped.text)?.[0]
+  const call = /(platform_exec\."[^"]+")\([^,]+, \$(\d+), \$(\d+)::jsonb\)/.exec(wrapped.text)
+  if (!call) return []
+  const [, fn, innerAt, paramsAt] = call
+  const inner = wrapped.params[Number(innerAt) - 1] as string
+  const params = wrapped.params[Number(paramsAt) - 1]
   const out: typeof shapes = []
-  const gateFn = /select (platform[a-z_]*\.data_caller)\(/.exec(wrapped.text)?.[1]
-  const gate = gateFn !== undefined
-  const [proof, inner, params] = gate ? wrapped.params : [null, wrapped.params[1], wrapped.params[2]]
-  if (gate) out.push({ name: 'caller check alone (data_caller)', text: `select ${gateFn}($1::jsonb) as caller`, params: () => [proof] })
+  // The caller check: the statement's first CTE, when it has one (`with g as materialized (...)`).
+  const gate = /^\s*with\s+g\s+as\s+materialized\s+\((select\s.*?)\)\s+select\s+platform_exec/s.exec(wrapped.text)?.[1]
+  if (gate) {
+    const used = Math.max(...[...gate.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])))
+    out.push({ name: 'caller check alone (its first CTE)', text: gate, params: () => wrapped.params.slice(0, used) })
+  }
   const claims = JSON.stringify({ sub: fixture.ownerId, role: 'authenticated' })
   out.push({ name: 'wrapper alone, around select null', text: `select ${fn}($1, $2, $3::jsonb) as result`, params: () => [claims, 'select null::json', '[]'], appSql: true })
   out.push({ name: 'wrapper around the app statement, no caller check', text: `select ${fn}($1, $2, $3::jsonb) as result`, params: () => withId([claims, inner, params]), appSql: true })
-  out.push({ name: 'app statement alone, superuser', text: inner as string, params: () => withId([params]) })
+  out.push({ name: 'app statement alone, superuser', text: inner, params: () => withId([params]) })
   return out
 }
 
