@@ -1,13 +1,12 @@
 /**
  * A bearer caller of `/rest/v1` (an app access token, or a signed-in person's access token)
- * is checked inside the data statement (migration 0027, `platform_gate.data_caller`): one
+ * is checked inside the data statement (migration 0027, `platform_gate.app_token_caller` and `app_session_caller`): one
  * statement per request, and every guarantee of a separate check kept. A revoked token or a
  * signed-out session is refused on its next request; a refused caller gets its refusal
  * whatever else is wrong with the request, and none of the app's SQL runs for it; app SQL
  * cannot use the check to learn about another app's callers.
  */
 import assert from 'node:assert/strict'
-import { createHash } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import { backend, createTestDb } from '../../test/test-db.ts'
 import type { Db } from '../db/db.ts'
@@ -22,10 +21,10 @@ create policy notes_all on notes for all using (auth.uid() is not null) with che
 insert into notes (body) values ('first');
 create function whoami() returns json language sql stable
   as $$ select json_build_object('uid', auth.uid(), 'email', auth.jwt() ->> 'email') $$;
-create function probe_gate(proof jsonb) returns jsonb language plpgsql stable
-  as $$ begin return platform_gate.data_caller(proof); end $$;
-create function probe_platform(proof jsonb) returns jsonb language plpgsql stable
-  as $$ begin return platform.data_caller(proof); end $$;
+create function probe_gate(app uuid, sid uuid, sub uuid) returns text language plpgsql stable
+  as $$ begin return (platform_gate.app_session_caller(app, sid, sub, now(), false, null)).claims; end $$;
+create function probe_platform(app uuid, sid uuid, sub uuid) returns text language plpgsql stable
+  as $$ begin return (platform.app_session_caller(app, sid, sub, now(), false, null, null)).claims; end $$;
 `
 
 /** The platform's Db, counting the platform-side reads a request makes (token and session reads use `read`). */
@@ -124,17 +123,20 @@ describe(`the data API checks a bearer caller inside its data statement (${backe
     assert.deepEqual(written, [{ id: 2, body: 'second' }])
   })
 
-  test('app SQL cannot ask the check about another app\'s token, nor call the platform\'s own check', async () => {
-    const betaProof = { kind: 'app_token', app: await appId('beta'), hash: createHash('sha256').update(betaToken).digest('hex') }
-    const viaGate = await rest(h, 'alpha', '/rpc/probe_gate', { token: alphaToken, json: { proof: betaProof } })
+  test('app SQL cannot ask the session check about another app\'s session, nor call the platform\'s own check', async () => {
+    const betaPerson = await signIn(h, 'beta', 'owner@acme.test')
+    const claims = JSON.parse(Buffer.from(betaPerson.accessToken.split('.')[1]!, 'base64url').toString()) as { sid: string; sub: string }
+    assert.equal((await rest(h, 'beta', '/notes', { token: betaPerson.accessToken })).status, 200, 'the session is on')
+    const asked = { app: await appId('beta'), sid: claims.sid, sub: claims.sub }
+    const viaGate = await rest(h, 'alpha', '/rpc/probe_gate', { token: alphaToken, json: asked })
     const gateText = await viaGate.text()
     assert.notEqual(viaGate.status, 200, gateText)
-    assert.doesNotMatch(gateText, /claims|owner@acme/)
-    const viaPlatform = await rest(h, 'alpha', '/rpc/probe_platform', { token: alphaToken, json: { proof: betaProof } })
+    assert.doesNotMatch(gateText, /owner@acme/)
+    const viaPlatform = await rest(h, 'alpha', '/rpc/probe_platform', { token: alphaToken, json: asked })
     const platformText = await viaPlatform.text()
     assert.equal(viaPlatform.status, 403, platformText)
     assert.match(platformText, /42501/)
-    assert.doesNotMatch(platformText, /claims|owner@acme/)
+    assert.doesNotMatch(platformText, /owner@acme/)
   })
 
   async function appId(slug: string): Promise<string> {

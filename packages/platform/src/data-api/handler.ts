@@ -341,7 +341,8 @@ export function createDataApi(deps: DataApiDeps) {
     async handle(app: App, sent: DataCaller, request: Request): Promise<Response> {
       let passed = false
       const gate: CallerGate | undefined = sent.gate && {
-        proof: sent.gate.proof,
+        check: sent.gate.check,
+        args: sent.gate.args,
         passed: (answer) => {
           passed = true
           sent.gate?.passed?.(answer)

@@ -51,24 +51,48 @@ export interface RunOptions {
 
 /**
  * A bearer caller checked in the data statement itself (migration 0027: on a login pool by
- * `platform_gate.data_caller`, which answers only the app's own user role; on the wrapper
- * path by `platform.data_caller`, on the platform's connection, in the same statement as the
- * wrapper call), so checking the caller and running the data is one statement. The
+ * `platform_gate.<check>_caller`, the session check answering only the app's own user role;
+ * on the wrapper path on the platform's connection, in the same statement as the wrapper
+ * call), so checking the caller and running the data is one statement. The
  * check raises SQLSTATE `SVA01` (not valid for this app) or `SVA03` (a private app not
  * shared with the person) before any app code runs; else its claims are set as
  * `request.jwt.claims`.
  */
 export interface CallerGate {
-  /** What the gate checks: `{kind: 'app_token', app, hash}` or `{kind: 'session', app, sid, sub, at, private, owner}`. */
-  proof: Record<string, unknown>
+  /**
+   * `app_token` with `[appId, tokenSha256Hex]`, or `app_session` with
+   * `[appId, appSessionId, userId, nowIso, appIsPrivate, ownerId]`.
+   */
+  check: keyof typeof GATE_CHECKS
+  args: readonly unknown[]
   /** Told what the gate answered, once the statement has run. */
   passed?: (answer: GateAnswer) => void
 }
 
 export interface GateAnswer {
-  claims: Record<string, unknown>
-  /** The app access token's id (app token proofs). */
-  tokenId?: string
+  /** The app access token's id (`app_token`), else null. */
+  tokenId: string | null
+}
+
+/** The checks of migration 0027 and their arguments' SQL types. */
+const GATE_CHECKS = {
+  app_token: ['uuid', 'text'],
+  app_session: ['uuid', 'uuid', 'uuid', 'timestamptz', 'boolean', 'uuid'],
+} as const
+
+/**
+ * The check's call with its arguments from `$first` on: `platform_gate` on a login pool
+ * (bound to the session's login role), `platform` on the platform's own connections.
+ */
+function gateCall(gate: CallerGate, on: 'login' | 'platform', first: number): string {
+  const types = GATE_CHECKS[gate.check]
+  if (!types || gate.args.length !== types.length) throw new Error(`caller gate ${String(gate.check)}: wrong arguments`)
+  const args = types.map((type, i) => `$${first + i}::${type}`)
+  // The token check is the same for both (its argument is the token's secret hash); the
+  // session check's `platform_gate` door binds it to the login role, the platform's has none.
+  return on === 'login' || gate.check === 'app_token'
+    ? `platform_gate.${gate.check}_caller(${args.join(', ')})`
+    : `platform.${gate.check}_caller(${args.join(', ')}, null)`
 }
 
 /** Statements run inside one `transaction` call, as its role with its claims. */
@@ -157,19 +181,19 @@ const FALLBACK = Symbol('fallback')
 
 const CLAIMS = (n: number) => `pg_catalog.set_config('request.jwt.claims', $${n}, true)`
 const READ_ONLY = `pg_catalog.set_config('transaction_read_only', 'on', true)`
-/** The gate's claims; `g.caller` comes from `GATE_FROM`, evaluated before the select list. */
-const GATED_CLAIMS = `pg_catalog.set_config('request.jwt.claims', (g.caller -> 'claims')::text, true)`
-const GATE_FROM = (n: number) => ` from platform_gate.data_caller($${n}::jsonb) as g(caller)`
+/** The gate's claims; `g` is the check's row (`GATE_FROM`), computed before the select list. */
+const GATED_CLAIMS = `pg_catalog.set_config('request.jwt.claims', g.claims, true)`
+const GATE_FROM = (gate: CallerGate, first: number) => ` from ${gateCall(gate, 'login', first)} as g`
 
 /**
  * `with pgrst_prologue as (select <prologue> [from <from>]), <ctes> select <value> as result
- * from pgrst_prologue`; with a gate (`from`), the prologue also yields `pgrst_caller`, the
- * gate's answer, selected as `caller`.
+ * from pgrst_prologue`; with a gate (`from`), the prologue also yields the check's
+ * `token_id`, selected beside the result.
  */
 function withPrologue(prologue: string, parts: Pick<StatementParts, 'ctes' | 'value'>, materialized: boolean, from = ''): string {
   const gated = from !== ''
-  const first = `pgrst_prologue as ${materialized ? 'materialized ' : ''}(select ${prologue}${gated ? ', g.caller as pgrst_caller' : ''}${from})`
-  return `with ${[first, ...parts.ctes].join(', ')} select ${parts.value} as result${gated ? ', pgrst_prologue.pgrst_caller as caller' : ''} from pgrst_prologue`
+  const first = `pgrst_prologue as ${materialized ? 'materialized ' : ''}(select ${prologue}${gated ? ', g.token_id as pgrst_token_id' : ''}${from})`
+  return `with ${[first, ...parts.ctes].join(', ')} select ${parts.value} as result${gated ? ', pgrst_prologue.pgrst_token_id as token_id' : ''} from pgrst_prologue`
 }
 
 function errorFields(error: unknown): { code?: string; routine?: string; severity?: string } {
@@ -199,18 +223,12 @@ function firstValue(rows: Record<string, unknown>[]): unknown {
   return row ? Object.values(row)[0] ?? null : null
 }
 
-/** The gate's answer from a gated statement's `caller` column (json text on some adapters). */
-function gateAnswer(value: unknown): GateAnswer {
-  const answer = (typeof value === 'string' ? JSON.parse(value) : value) as GateAnswer | null
-  if (!answer || typeof answer.claims !== 'object') throw new Error('the caller gate answered nothing')
-  return answer
-}
-
 /** A gated statement's result: tells the gate what it answered, returns the value. */
 function gatedResult(gate: CallerGate, rows: Record<string, unknown>[]): unknown {
   const row = rows[0]
-  gate.passed?.(gateAnswer(row?.['caller']))
-  return row?.['result'] ?? null
+  if (!row) throw new Error('a gated statement returned no row')
+  gate.passed?.({ tokenId: (row['token_id'] as string | null) ?? null })
+  return row['result'] ?? null
 }
 
 export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
@@ -381,10 +399,10 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
       if (run.readOnly) await tx.query('set transaction read only')
       let claims = run.claims
       if (run.gate) {
-        const [row] = await tx.query<{ caller: unknown }>('select platform.data_caller($1::jsonb) as caller', [JSON.stringify(run.gate.proof)])
-        const answer = gateAnswer(row?.caller)
-        run.gate.passed?.(answer)
-        claims = answer.claims
+        const [row] = await tx.query<{ claims: string; token_id: string | null }>(
+          `select g.claims, g.token_id from ${gateCall(run.gate, 'platform', 1)} as g`, run.gate.args)
+        run.gate.passed?.({ tokenId: row?.token_id ?? null })
+        claims = JSON.parse(row!.claims) as Record<string, unknown>
       }
       const call = (sql: string, params: readonly unknown[]) => {
         counts.wrapper++
@@ -401,8 +419,8 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
     return onPool(entry, () => entry.pool.transaction(async (tx) => {
       const readOnly = run.readOnly ? `, ${READ_ONLY}` : ''
       if (run.gate) {
-        const rows = await tx.query(`select ${GATED_CLAIMS}${readOnly}, g.caller${GATE_FROM(1)}`, [JSON.stringify(run.gate.proof)])
-        run.gate.passed?.(gateAnswer(rows[0]?.['caller']))
+        const [row] = await tx.query(`select ${GATED_CLAIMS}${readOnly}, g.token_id${GATE_FROM(run.gate, 1)}`, run.gate.args)
+        run.gate.passed?.({ tokenId: (row?.['token_id'] as string | null) ?? null })
       } else {
         await tx.query(`select ${CLAIMS(1)}${readOnly}`, [claimsText(run.claims)])
       }
@@ -443,12 +461,12 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
             const { gate } = run
             const readOnly = run.readOnly ? `, ${READ_ONLY}` : ''
             const text = gate
-              ? withPrologue(`${GATED_CLAIMS}${readOnly}, $1::jsonb`, parts, true, GATE_FROM(2))
+              ? withPrologue(`${GATED_CLAIMS}${readOnly}, $1::jsonb`, parts, true, GATE_FROM(gate, 2))
               : withPrologue(`${CLAIMS(2)}${readOnly}, $1::jsonb`, parts, true)
-            const second = gate ? JSON.stringify(gate.proof) : claimsText(run.claims)
+            const rest = gate ? gate.args : [claimsText(run.claims)]
             const result = await onPool(entry, async () => {
               const named = prepare(entry, text)
-              const rows = await entry.pool.query(text, [JSON.stringify(parts.params), second], { prepare: named })
+              const rows = await entry.pool.query(text, [JSON.stringify(parts.params), ...rest], { prepare: named })
               counts.login++
               return gate ? gatedResult(gate, rows) : firstValue(rows)
             })
@@ -463,16 +481,17 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
       if (!run.gate) return runAsRole(db, target, text, { claims: run.claims, params: parts.params })
       // The gate, then the wrapper with the gate's claims, in one statement: the wrapper's
       // arguments are computed from the gate's row, so it runs only once the gate has passed.
+      const n = run.gate.args.length
       const rows = await db.query(
-        `with g as materialized (select platform.data_caller($1::jsonb) as caller)
-         select ${wrapperName(target)}((g.caller -> 'claims')::text, $2, $3::jsonb) as result, g.caller as caller from g`,
-        [JSON.stringify(run.gate.proof), text, JSON.stringify(parts.params)], { appSql: true })
+        `with g as materialized (select c.claims, c.token_id from ${gateCall(run.gate, 'platform', 1)} as c)
+         select ${wrapperName(target)}(g.claims, $${n + 1}, $${n + 2}::jsonb) as result, g.token_id from g`,
+        [...run.gate.args, text, JSON.stringify(parts.params)], { appSql: true })
       return gatedResult(run.gate, rows)
     },
 
     async checkCaller(gate) {
-      const [row] = await db.read<{ caller: unknown }>('select platform.data_caller($1::jsonb) as caller', [JSON.stringify(gate.proof)])
-      return gateAnswer(row?.caller)
+      const [row] = await db.read<{ token_id: string | null }>(`select g.token_id from ${gateCall(gate, 'platform', 1)} as g`, gate.args)
+      return { tokenId: row?.token_id ?? null }
     },
 
     async transaction(target, run, fn) {

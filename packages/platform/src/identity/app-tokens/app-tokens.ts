@@ -177,7 +177,7 @@ export async function verifyAppToken(db: Db, clock: Clock, token: string): Promi
 
 /**
  * What the data API's statement checks in its first CTE for a request with an app token
- * (`platform_gate.data_caller`, migration 0027; the same rules as `verifyAppToken`), so the
+ * (`platform_gate.app_token_caller`, migration 0027; the same rules as `verifyAppToken`), so the
  * check and the data are one statement; null for a value that is not an app token. The
  * token is still revalidated on every request, in the statement itself (spec 2.3).
  * `passed` stamps `last_used_at` (at most once a minute), as `verifyAppToken` does.
@@ -188,7 +188,8 @@ export async function verifyAppToken(db: Db, clock: Clock, token: string): Promi
 export function appTokenGate(db: Db, clock: Clock, input: { token: string; appId: string }): DataGate | null {
   if (!input.token.startsWith(APP_TOKEN_PREFIX) || input.token.length > 200) return null
   return {
-    proof: { kind: 'app_token', app: input.appId, hash: sha256(input.token).toString('hex') },
+    check: 'app_token',
+    args: [input.appId, sha256(input.token).toString('hex')],
     passed: (answer) => {
       if (answer.tokenId) appTokenUsage.touch(db, clock, answer.tokenId)
     },
@@ -196,13 +197,14 @@ export function appTokenGate(db: Db, clock: Clock, input: { token: string; appId
 }
 
 /**
- * A caller checked inside the data statement by `platform_gate.data_caller` (migration 0027):
- * the proof it is given, and what to do once it has answered. Structurally the data API's
- * `CallerGate`.
+ * A caller checked inside the data statement by `platform_gate.<check>_caller` (migration
+ * 0027): which check, its arguments, and what to do once it has answered. Structurally the
+ * data API's `CallerGate` (deploy/namespace-sql.ts).
  */
 export interface DataGate {
-  proof: Record<string, unknown>
-  passed?: (answer: { claims: Record<string, unknown>; tokenId?: string }) => void
+  check: 'app_token' | 'app_session'
+  args: readonly unknown[]
+  passed?: (answer: { tokenId: string | null }) => void
 }
 
 async function findByHash(db: Pick<Db, 'read'>, hash: Uint8Array): Promise<VerifiedAppToken | null> {

@@ -143,7 +143,7 @@ export async function appSessionById(deps: Pick<AppSessionDeps, 'db' | 'clock'>,
 
 /**
  * What the data API's statement checks in its first CTE for a request with a verified access
- * token (`platform_gate.data_caller`, migration 0027): the same rules as `appSessionById`
+ * token (`platform_gate.app_session_caller`, migration 0027): the same rules as `appSessionById`
  * (the app session and its central session unrevoked and unexpired, of the token's subject)
  * and, for a private app, the edge's admission (`accessReason`: the owner, a confirmed person
  * it was shared with, a confirmed platform administrator). One statement for check and data;
@@ -155,12 +155,10 @@ export async function appSessionById(deps: Pick<AppSessionDeps, 'db' | 'clock'>,
 export function appSessionGate(
   clock: Clock,
   input: { app: { id: string; ownerId: string; visibility: string }; sessionId: string; userId: string },
-): { proof: Record<string, unknown> } {
+): { check: 'app_session'; args: readonly unknown[] } {
   return {
-    proof: {
-      kind: 'session', app: input.app.id, sid: input.sessionId, sub: input.userId, at: clock.now().toISOString(),
-      private: input.app.visibility !== 'public', owner: input.app.ownerId,
-    },
+    check: 'app_session',
+    args: [input.app.id, input.sessionId, input.userId, clock.now().toISOString(), input.app.visibility !== 'public', input.app.ownerId],
   }
 }
 
