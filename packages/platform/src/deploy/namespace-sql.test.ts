@@ -213,7 +213,7 @@ describe(`namespace SQL: login pools and the wrapper give the same answers (${ba
   })
 
   test('over the connection budget, the wrapper serves the request; an idle pool gives way', onPostgres, async () => {
-    const sql = open({ connections: 2, poolSize: 2 })
+    const sql = open({ connections: 2, poolSize: 2, evictIdleMs: 0 })
     assert.deepEqual(await mine(sql, ALICE), [ALICE])
     assert.equal(sql.stats().pools, 1)
     // Hold the only pool's connections busy, then ask for another namespace.
@@ -228,6 +228,20 @@ describe(`namespace SQL: login pools and the wrapper give the same answers (${ba
     await busy
     assert.deepEqual(await mine(sql, BOB, other), [BOB])
     assert.equal(sql.stats().login, before.login + 1, 'once idle, the first pool gave way to the second')
+    assert.equal(sql.stats().pools, 1)
+  })
+
+  test('over the budget, a pool in recent use is not closed for another namespace: the wrapper serves it until the pool has been idle evictIdleMs', onPostgres, async () => {
+    let clock = 1_000_000
+    const sql = open({ connections: 2, poolSize: 2, evictIdleMs: 5000, now: () => clock })
+    assert.deepEqual(await mine(sql, ALICE), [ALICE])
+    const before = sql.stats()
+    for (let i = 0; i < 3; i++) assert.deepEqual(await mine(sql, BOB, other), [BOB])
+    assert.equal(sql.stats().wrapper, before.wrapper + 3, 'the other namespace went through the wrapper each time')
+    assert.equal(sql.stats().login, before.login)
+    clock += 5000
+    assert.deepEqual(await mine(sql, BOB, other), [BOB])
+    assert.equal(sql.stats().login, before.login + 1, 'idle long enough, the first pool gave way')
     assert.equal(sql.stats().pools, 1)
   })
 

@@ -138,6 +138,13 @@ export interface NamespaceSqlOptions {
   statementTimeoutMs: number
   /** A pool unused this long is closed. Default 5 minutes. */
   idleMs?: number
+  /**
+   * Over the budget, a namespace without a pool takes the least recently used pool's place
+   * only once that pool has been unused this long; until then the wrapper serves it. Default
+   * 5 s: more namespaces in use than pools would otherwise close and open a pool (a login,
+   * and every statement prepared again) on nearly every request.
+   */
+  evictIdleMs?: number
   /** Distinct statements prepared on one pool before it is replaced by a fresh one. Default 256. */
   maxPrepared?: number
   /** How often `sweep` runs. Default 30 s; 0: only when called. */
@@ -235,6 +242,7 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
   const { db, logger } = options
   const now = options.now ?? Date.now
   const idleMs = options.idleMs ?? 5 * 60_000
+  const evictIdleMs = options.evictIdleMs ?? 5000
   const maxPrepared = options.maxPrepared ?? 256
   const maxPools = db.openLoginPool && options.poolSize > 0 ? Math.floor(options.connections / options.poolSize) : 0
   /** A pool being replaced gets this long for statements in flight: the watchdog's bound, and a second. */
@@ -321,7 +329,9 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
       entries.delete(role)
     } else {
       if (entries.size >= maxPools) {
-        const idle = [...entries.values()].find((e) => e.inFlight === 0)
+        // Least recently used first (entries are kept in that order).
+        const cutoff = now() - evictIdleMs
+        const idle = [...entries.values()].find((e) => e.inFlight === 0 && e.lastUsed <= cutoff)
         if (!idle) return null
         entries.delete(idle.credentials.role)
         void idle.pool.end(drainSeconds).catch(() => {})
