@@ -34,11 +34,11 @@ import type { CronDeclaration, QueueDeclaration } from '../manifest/index.ts'
 import { failureResponse, type FunctionFailure, type FunctionHost } from '../functions/index.ts'
 import {
   claimDueJobs,
+  completeAndClaim,
   JOBS_CHANNEL,
   markFailed,
   markNotActive,
   markNotStarted,
-  markSucceeded,
   recoverExpiredLeases,
   type ClaimedJob,
   type JobError,
@@ -114,7 +114,8 @@ interface Declarations {
 interface Success {
   readonly id: string
   readonly attempt: number
-  readonly settle: (error?: unknown) => void
+  /** `refilled`: the write also claimed work for the slot this attempt frees. */
+  readonly settle: (outcome: { refilled: boolean } | { error: unknown }) => void
 }
 
 const MAX_CACHED = 256
@@ -143,6 +144,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let successes: Success[] = []
   /** A write of successes is in flight. */
   let flushing = false
+  /** Slots promised to claims in flight (a pass, or a write of successes that claims too). */
+  let reserved = 0
+  let lastNudge = 0
   let started = false
   let stopped = false
   let passing = false
@@ -196,15 +200,23 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   /**
-   * Records a successful attempt with the others of the same moment, in one statement: at
-   * once when no such write is in flight, else with every success that arrives meanwhile,
-   * as soon as that write ends (so the batch grows with the database's latency).
+   * Records a successful attempt with the others of the same moment, in one round trip that
+   * also claims work for the slots they free: at once when no such write is in flight, else
+   * with every success that arrives meanwhile, as soon as that write ends (so the batch grows
+   * with the database's latency). Resolves to whether the slot was refilled.
    */
-  function succeeded(job: { id: string; attempt: number }): Promise<void> {
+  function succeeded(job: { id: string; attempt: number }): Promise<boolean> {
     return new Promise((resolve, reject) => {
-      successes.push({ ...job, settle: (error) => (error === undefined ? resolve() : reject(error)) })
+      successes.push({ ...job, settle: (outcome) => ('error' in outcome ? reject(outcome.error) : resolve(outcome.refilled)) })
       if (successes.length === 1 && !flushing) setImmediate(flushSuccesses)
     })
+  }
+
+  /** This process claimed all it asked for: there may be more; let the other processes look too (at most every 100 ms). */
+  function nudgeWhenFull(claimed: number, asked: number): void {
+    if (asked === 0 || claimed < asked || Date.now() - lastNudge < 100) return
+    lastNudge = Date.now()
+    db.notify(JOBS_CHANNEL, '').catch(() => {})
   }
 
   /** Runs a result write, retrying a failed one after RESULT_WRITE_RETRIES_MS. */
@@ -225,9 +237,24 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const batch = successes
     successes = []
     flushing = true
-    writeResult('successes', () => markSucceeded(db, { attempts: batch, now: clock.now() })).then(
-      () => batch.forEach((success) => success.settle()),
-      (error: unknown) => batch.forEach((success) => success.settle(error ?? new Error('recording successes failed'))),
+    // The batch's attempts hold their slots until they settle; the write claims for them (and
+    // any other free slot) once the successes are recorded. No claims outside start/stop.
+    const limit = started && !stopped ? Math.max(0, capacity - (inFlight.size - batch.length) - reserved) : 0
+    reserved += limit
+    writeResult('successes', () => completeAndClaim(db, { attempts: batch, now: clock.now(), limit, owner, leaseGraceSeconds })).then(
+      (claimed) => {
+        for (const job of claimed) void launch(job)
+        reserved -= limit
+        batch.forEach((success) => success.settle({ refilled: limit > 0 }))
+        nudgeWhenFull(claimed.length, limit)
+        // Full hands (more may be due), or slots the write could not claim for: a pass, once
+        // the batch's attempts have left their slots.
+        if ((limit > 0 && claimed.length === limit) || limit < batch.length) setImmediate(schedulePass)
+      },
+      (error: unknown) => {
+        reserved -= limit
+        batch.forEach((success) => success.settle({ error: error ?? new Error('recording successes failed') }))
+      },
     ).finally(() => {
       flushing = false
       if (successes.length > 0) flushSuccesses()
@@ -251,8 +278,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     return await claimDueJobs(db, { now: clock.now(), limit, owner, leaseGraceSeconds })
   }
 
-  /** Runs one claimed attempt to its recorded result. Never rejects. */
-  async function attempt(job: ClaimedJob): Promise<void> {
+  /**
+   * Runs one claimed attempt to its recorded result. Never rejects. Resolves to whether its
+   * slot was refilled already (a success written together with the next claim).
+   */
+  async function attempt(job: ClaimedJob): Promise<boolean> {
     const ids = { id: job.id, attempt: job.attempts }
     try {
       const devName = await devNameOf(job.namespace_id)
@@ -261,12 +291,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         // Gone since the claim (deleted: its jobs go with it), or its slug changed: release
         // the job uncounted; the next claim reads the app afresh.
         await markNotStarted(db, { ...ids, now: clock.now(), runAt: clock.now() })
-        return
+        return false
       }
       if (app.status !== 'active') {
         // Claims skip the queues of apps that are not active: it waits there, uncounted.
         await markNotStarted(db, { ...ids, now: clock.now(), runAt: clock.now() })
-        return
+        return false
       }
       const releaseId = await activeReleaseOf(app, devName)
       const declared = releaseId === null ? null : await declarationsOf(releaseId)
@@ -275,20 +305,20 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         functionName = declared?.queues.get(job.queue)?.function
         if (functionName === undefined) {
           await markNotActive(db, { ...ids, now: clock.now(), error: boundedError('QUEUE_NOT_ACTIVE', `The queue "${job.queue}" is no longer declared`) })
-          return
+          return false
         }
       } else {
         const cronName = job.queue.slice('cron:'.length)
         functionName = declared?.cron.get(cronName)?.function
         if (functionName === undefined) {
           await markNotActive(db, { ...ids, now: clock.now(), error: boundedError('CRON_NOT_ACTIVE', `The cron "${cronName}" is no longer declared`) })
-          return
+          return false
         }
       }
       const fn = devName === '' ? await deps.functions.resolve(app, functionName) : await deps.functions.resolveDev(app, devName, functionName)
       if (fn === null || fn.declaration.access !== 'system') {
         await markFailed(db, { ...ids, now: clock.now(), retryable: false, error: boundedError('FUNCTION_NOT_FOUND', `The consumer "${functionName}" is not a declared system Function`) })
-        return
+        return false
       }
       const result = await deps.functions.run(fn, {
         input: job.payload,
@@ -296,14 +326,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         job: job.kind === 'queue' ? { id: job.id, queue: job.queue, attempt: job.attempts } : null,
         ...(job.timeout_seconds === null ? {} : { timeoutMs: job.timeout_seconds * 1000 }),
       })
-      if (result.ok) {
-        await succeeded(ids)
-        return
-      }
+      if (result.ok) return await succeeded(ids)
       if (isBystander(result.error)) {
         // Another invocation's timeout killed the worker: run again at once, uncounted.
         await writeResult('bystander', () => markNotStarted(db, { ...ids, now: clock.now(), runAt: clock.now() }))
-        return
+        return false
       }
       const environment = deps.production && devName === '' ? 'production' : 'development'
       const { body } = failureResponse(result.error, { environment })
@@ -313,34 +340,35 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       // The database or the host failed us: the job stays running and its lease expiry retries it.
       logger.error('jobs: an attempt could not be completed', { jobId: job.id, attempt: job.attempts, error: coerceError(thrown).message })
     }
+    return false
   }
 
   function launch(job: ClaimedJob): Promise<void> {
-    const running = attempt(job).finally(() => {
+    const running = attempt(job).then((refilled) => {
       inFlight.delete(running)
-      schedulePass()
+      if (!refilled) schedulePass()
     })
     inFlight.add(running)
     return running
   }
 
   let lastMaintenance = 0
-  let lastNudge = 0
-  async function pass(): Promise<ClaimedJob[]> {
+  async function pass(): Promise<void> {
     if (Date.now() - lastMaintenance >= pollIntervalMs) {
       lastMaintenance = Date.now()
       await maintain()
     }
-    const free = capacity - inFlight.size
-    if (free <= 0) return []
-    const claimed = await claim(free)
-    // Full hands: there may be more due work; let the other processes look too (at most
-    // every 100 ms: under a steady load this process fills its hands on most passes).
-    if (claimed.length === free && Date.now() - lastNudge >= 100) {
-      lastNudge = Date.now()
-      await db.notify(JOBS_CHANNEL, '').catch(() => {})
+    const free = capacity - inFlight.size - reserved
+    if (free <= 0) return
+    reserved += free
+    try {
+      const claimed = await claim(free)
+      for (const job of claimed) void launch(job)
+      // Full hands: there may be more due work (under a steady load, most passes).
+      nudgeWhenFull(claimed.length, free)
+    } finally {
+      reserved -= free
     }
-    return claimed
   }
 
   function schedulePass(): void {
@@ -351,9 +379,6 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     }
     passing = true
     pass()
-      .then((claimed) => {
-        for (const job of claimed) void launch(job)
-      })
       .catch((error: unknown) => logger.error('jobs: a dispatch pass failed', { error: coerceError(error).message }))
       .finally(() => {
         passing = false
@@ -387,7 +412,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       stopped = true
       clearInterval(poll)
       await unlisten?.().catch(() => {})
-      while (passing) await new Promise((resolve) => setTimeout(resolve, 5))
+      // A pass or a write of successes in flight may still claim: wait for it, so that every
+      // attempt this process starts is in `inFlight` below.
+      while (passing || flushing) await new Promise((resolve) => setTimeout(resolve, 5))
       let timer: ReturnType<typeof setTimeout> | undefined
       await Promise.race([
         Promise.allSettled([...inFlight]),

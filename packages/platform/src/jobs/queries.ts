@@ -189,6 +189,23 @@ export async function markSucceeded(db: Queryable, options: { attempts: readonly
 }
 
 /**
+ * Records these successful attempts (as markSucceeded) and claims up to `limit` due jobs (as
+ * claimDueJobs; 0: none) in one round trip: the claim runs after the successes, in the same
+ * transaction, so it sees the slots they freed.
+ */
+export async function completeAndClaim(
+  db: Queryable,
+  options: { attempts: readonly { id: string; attempt: number }[]; now: Date; limit: number; owner: string; leaseGraceSeconds: number },
+): Promise<ClaimedJob[]> {
+  // platform.complete_and_claim_jobs (migration 0026).
+  return await db.query<ClaimedJob>(
+    `select id, app_id, namespace_id, kind, queue, payload, attempts, timeout_seconds, app_slug, app_status, app_release_id
+       from platform.complete_and_claim_jobs($1::uuid[], $2::int[], $3::timestamptz, $4::int, $5::text, $6::int)`,
+    [options.attempts.map((a) => a.id), options.attempts.map((a) => a.attempt), options.now, options.limit, options.owner, options.leaseGraceSeconds],
+  )
+}
+
+/**
  * The attempt failed with `error`. Retryable and attempts left: `retry_wait` after the
  * pinned delay (with backoff); otherwise `dead_lettered`. Ignored (null) when the attempt
  * is no longer the job's current one.

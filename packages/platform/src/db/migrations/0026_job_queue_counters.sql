@@ -174,6 +174,24 @@ begin
 end
 $$;
 
+-- Success and the next claim in one round trip: the dispatcher records a batch of successes
+-- and, in the same call, claims up to `p_limit` jobs for the slots they free (0: none). Two
+-- statements, one transaction: the claim's snapshot sees the successes.
+create function platform.complete_and_claim_jobs(p_ids uuid[], p_attempts integer[], p_now timestamptz,
+  p_limit integer, p_owner text, p_lease_grace_seconds integer)
+returns table (id uuid, app_id uuid, namespace_id uuid, kind text, queue text, payload jsonb, attempts integer,
+               timeout_seconds integer, app_slug text, app_status text, app_release_id uuid)
+language plpgsql volatile
+as $$
+begin
+  perform from platform.complete_jobs(p_ids, p_attempts, p_now);
+  if p_limit > 0 then
+    return query select * from platform.claim_jobs(p_now, p_limit, p_owner, p_lease_grace_seconds);
+  end if;
+end
+$$;
+
 revoke execute on function platform.enqueue_job(uuid, uuid, text, text, jsonb, text, text, uuid, integer, integer, integer, boolean, integer, timestamptz, timestamptz, integer) from public;
 revoke execute on function platform.claim_jobs(timestamptz, integer, text, integer) from public;
 revoke execute on function platform.complete_jobs(uuid[], integer[], timestamptz) from public;
+revoke execute on function platform.complete_and_claim_jobs(uuid[], integer[], timestamptz, integer, text, integer) from public;
