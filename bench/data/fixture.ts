@@ -55,7 +55,10 @@ export interface FixtureDeps {
 
 type Json = Record<string, unknown>
 
-export async function prepareFixture(deps: FixtureDeps, options: { rows: number; categories: number }): Promise<Omit<Fixture, 'port'>> {
+export async function prepareFixture(
+  deps: FixtureDeps,
+  options: { rows: number; categories: number; extraApps?: { count: number; rows: number } },
+): Promise<Omit<Fixture, 'port'>> {
   const base = `localhost:${deps.port}`
   const call = async (path: string, init: { token: string; json: unknown; expect: number }): Promise<Json> => {
     const res = await deps.platform.fetch(new Request(`http://${base}${path}`, {
@@ -104,6 +107,25 @@ export async function prepareFixture(deps: FixtureDeps, options: { rows: number;
     userId: user.id, appId, appSessionId: exchanged.appSession.id, email: user.email, expiresAt: exchanged.appSession.accessExpiresAt,
   })
 
+  // More apps of the same owner, each with its own smaller `items` and app token (growth.ts).
+  const extraApps: Fixture['extraApps'] = []
+  for (let i = 1; i <= (options.extraApps?.count ?? 0); i++) {
+    const slug = `${SLUG}-${i}`
+    const extra = (await call('/v1/apps', { token: ownerToken, json: { slug, visibility: 'private' }, expect: 201 })).app as Json
+    await call(`/v1/apps/${slug}/deployments`, {
+      token: ownerToken,
+      expect: 201,
+      json: bundle({
+        'service.yaml': manifest(slug, '', 'private'),
+        'public/index.html': `<h1>${slug}</h1>`,
+        'database/migrations/0001_items.sql': ITEMS_SQL,
+        'database/migrations/0002_seed.sql': seedSql(options.extraApps!.rows, options.categories),
+      }),
+    })
+    const { secret } = await createAppToken(deps.db, deps.clock, { appId: extra.id as string, name: 'bench', createdBy: ownerId })
+    extraApps.push({ host: `${slug}.${base}`, appToken: secret })
+  }
+
   const [namespace] = await deps.db.query<{ schema_name: string }>(
     `select schema_name from platform.namespaces where app_id = $1 and environment = 'production' and dev_name = ''`, [appId])
   if (!namespace) throw new Error('the app has no production namespace')
@@ -118,5 +140,6 @@ export async function prepareFixture(deps: FixtureDeps, options: { rows: number;
     schemaName: namespace.schema_name,
     rows: options.rows,
     seedSeconds,
+    extraApps,
   }
 }

@@ -60,6 +60,8 @@ export interface HttpCase {
   path: () => string
   headers: Record<string, string>
   body?: string
+  /** Headers chosen per request (e.g. another app's Host and token), over `headers`. */
+  vary?: () => Record<string, string>
 }
 
 async function cannon(target: HttpTarget, spec: HttpCase, run: { connections: number; seconds?: number; amount?: number }): Promise<Sample> {
@@ -76,7 +78,9 @@ async function cannon(target: HttpTarget, spec: HttpCase, run: { connections: nu
       method: spec.method,
       headers: { host: target.host, ...spec.headers },
       ...(spec.body !== undefined ? { body: spec.body } : {}),
-      setupRequest: (request) => ({ ...request, path: spec.path() }),
+      setupRequest: (request) => ({
+        ...request, path: spec.path(), ...(spec.vary ? { headers: { ...request.headers, ...spec.vary() } } : {}),
+      }),
     }],
   })
   instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {

@@ -3,7 +3,7 @@
 export type Storage = 'postgres' | 'pglite'
 
 export type ToServer =
-  | { type: 'start'; storage: Storage; databaseUrl?: string; rows: number; categories: number }
+  | { type: 'start'; storage: Storage; databaseUrl?: string; rows: number; categories: number; extraApps?: { count: number; rows: number } }
   /** Starts (on) or stops and reports (off) counting SQL statements and server time per request. */
   | { type: 'profile'; on: boolean }
   | { type: 'stop' }
@@ -23,6 +23,8 @@ export interface Fixture {
   schemaName: string
   rows: number
   seedSeconds: number
+  /** More apps like `bench` (growth.ts): each one's Host header and app token. */
+  extraApps: { host: string; appToken: string }[]
   /** The key the server's namespace logins derive their passwords from (base64), so the bench's own login pool logs in with the same ones. */
   loginKey: string
 }

@@ -59,6 +59,7 @@ const DRIVER = 'driver (postgres, prepared)'
 const API = 'API, svc_app_ token'
 const WRAPPED = 'API statement via the wrapper (runAsRole), no HTTP'
 const LOGIN = 'API statement via the login pool, no HTTP'
+const GATED = 'same, with the app token check in it, no HTTP'
 const FLOOR = 'floor: bare Hono + driver, no auth'
 const JWT = 'API, user JWT (granted)'
 const INSERT_ROW = { category: 'inserted', name: 'bench insert', price: 9.99 }
@@ -258,6 +259,10 @@ async function runPostgres(databaseUrl: string, rows: Row[]): Promise<Map<string
     const readOnly: Record<CaseName, boolean> = { 'pk read': true, 'list 50': true, insert: false }
     const viaLogin = (name: CaseName) => () =>
       appSql.statement({ namespace, role: 'user' }, statements[name](), { claims, readOnly: readOnly[name] })
+    // The same statement with the app token checked in its first CTE, as the API sends it.
+    const tokenGate = { check: 'app_token' as const, args: [fixture.appId, createHash('sha256').update(fixture.appToken).digest('hex')] }
+    const viaLoginGated = (name: CaseName) => () =>
+      appSql.statement({ namespace, role: 'user' }, statements[name](), { claims: null, readOnly: readOnly[name], gate: tokenGate })
     const wrapped = (name: CaseName) => () => {
       const statement = statements[name]()
       return runAsRole(platformDb, { namespace, role: 'user' }, statementSql(statement), { claims, params: statement.params })
@@ -281,6 +286,7 @@ async function runPostgres(databaseUrl: string, rows: Row[]): Promise<Map<string
         ]
         if (name === 'pk read') {
           group.push(
+            { name, target: GATED, connections: CONNECTIONS, runner: calls(viaLoginGated(name), CONNECTIONS), timing: SECONDARY, versus: DRIVER },
             { name, target: JWT, connections: CONNECTIONS, runner: api(jwtCase, CONNECTIONS), timing: SECONDARY, versus: DRIVER },
             { name, target: FLOOR, connections: CONNECTIONS, runner: floorRunner(CONNECTIONS), timing: SECONDARY, versus: DRIVER },
           )
@@ -459,39 +465,78 @@ driver to send the same statements through.`)
   printCpu(rows)
   printProfile('postgres', pgProfile)
   printProfile('pglite', pgliteProfile)
-  const tokenCheck = { postgres: appTokenCheck(pgProfile), pglite: appTokenCheck(pgliteProfile) }
-  console.log(`\nApp token check (spec 2.3: read on every request, never cached), pk read profile: ` +
-    `PostgreSQL ${tokenCheck.postgres.ms.toFixed(3)} ms in ${tokenCheck.postgres.count.toFixed(2)} statement per request, ` +
-    `PGlite ${tokenCheck.pglite.ms.toFixed(3)} ms in ${tokenCheck.pglite.count.toFixed(2)}`)
+  const statementsPerRequest = {
+    postgres: statementsOf(pgProfile),
+    pglite: statementsOf(pgliteProfile),
+  }
+  const check = tokenCheckShare(rows)
+  console.log(`\nStatements per request (sequential profile): PostgreSQL ${Object.entries(statementsPerRequest.postgres).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}; ` +
+    `PGlite ${Object.entries(statementsPerRequest.pglite).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}`)
+  if (check) {
+    console.log(`App token check (spec 2.3: revalidated on every request, inside the data statement): ` +
+      `${check.cpuUs.toFixed(0)} µs of CPU per request (login pool statement with the check against without), ` +
+      `${(check.cpuShare * 100).toFixed(1)} % of the API token path's ${check.apiCpuUs.toFixed(0)} µs; ` +
+      `throughput estimate ${(check.rpsShare * 100).toFixed(1)} % of its rps (API rps x (1/rps with check - 1/rps without))`)
+  }
   console.log(`\ntotal run time ${((Date.now() - started) / 1000).toFixed(0)} s`)
-  console.log(JSON.stringify(summaryJson(rows, tokenCheck)))
+  console.log(JSON.stringify(summaryJson(rows, { statementsPerRequest, check })))
 }
 
-/** The app token's own statement in a case's sequential profile: statements and ms per request. */
-function appTokenCheck(profiles: Map<string, { clientMs: number; profile: Profile }>): { count: number; ms: number } {
-  const pk = profiles.get('pk read')
-  if (!pk) return { count: 0, ms: 0 }
-  // The profile keeps each statement's first 110 characters: the token read begins with its select list.
-  const checks = pk.profile.statements.filter((s) => s.sql.startsWith('select t.id as token_id'))
-  const n = pk.profile.requests
-  return { count: checks.reduce((a, s) => a + s.count, 0) / n, ms: checks.reduce((a, s) => a + s.ms, 0) / n }
+/** SQL statements per request in each case's sequential profile. */
+function statementsOf(profiles: Map<string, { clientMs: number; profile: Profile }>): Record<string, number> {
+  return Object.fromEntries([...profiles].map(([name, { profile }]) =>
+    [name, profile.statements.reduce((a, s) => a + s.count, 0) / profile.requests]))
 }
 
-/** The run's closing line, for scripts: every API row's ratios against its driver row, and the headline figures. */
-function summaryJson(rows: Row[], tokenCheck: Record<Storage, { count: number; ms: number }>) {
-  const ratios: Record<string, number> = {}
+/**
+ * What the app token check costs the token path, from the pk read rows at 10 connections: the
+ * login pool statement with the check in it against the same statement without, as CPU per
+ * request (all processes) and as a share of the API token row's CPU per request and rps.
+ */
+function tokenCheckShare(rows: Row[]): { cpuUs: number; apiCpuUs: number; cpuShare: number; rpsShare: number } | null {
+  const find = (target: string) => rows.find((r) => r.storage === 'postgres' && r.name === 'pk read' && r.target === target && r.connections === CONNECTIONS)
+  const [gated, plain, api] = [find(GATED), find(LOGIN), find(API)]
+  if (!gated || !plain || !api) return null
+  const total = (r: Row) => r.cpu.client + (r.cpu.server ?? 0) + (r.cpu.postgres ?? 0)
+  const cpuUs = total(gated) - total(plain)
+  return {
+    cpuUs, apiCpuUs: total(api), cpuShare: cpuUs / total(api),
+    rpsShare: api.summary.rps * (1 / gated.summary.rps - 1 / plain.summary.rps),
+  }
+}
+
+/**
+ * The run's closing line, for scripts. `ratios` carries issue 14's three (PGlite's API rps over
+ * PostgreSQL's for the pk read; the API's p50 over the floor's; the user JWT's rps over the app
+ * token's), then every row's p50 against its driver row; `figures` every row's rps and p50.
+ */
+function summaryJson(rows: Row[], extra: {
+  statementsPerRequest: Record<Storage, Record<string, number>>
+  check: ReturnType<typeof tokenCheckShare>
+}) {
   const figures: Record<string, number> = {}
   const round = (value: number) => Math.round(value * 1000) / 1000
+  const pk = (storage: Storage, target: string) =>
+    rows.find((r) => r.storage === storage && r.name === 'pk read' && r.target === target && r.connections === CONNECTIONS)
+  const [pgApi, liteApi, floor, jwt] = [pk('postgres', API), pk('pglite', API), pk('postgres', FLOOR), pk('postgres', JWT)]
+  const ratios: Record<string, number> = {
+    pglite_vs_postgres_rps: pgApi && liteApi ? round(liteApi.summary.rps / pgApi.summary.rps) : NaN,
+    api_p50_vs_floor: pgApi && floor ? round(pgApi.summary.p50 / floor.summary.p50) : NaN,
+    user_jwt_vs_token_rps: pgApi && jwt ? round(jwt.summary.rps / pgApi.summary.rps) : NaN,
+  }
+  if (extra.check) {
+    ratios['app_token_check_cpu_share'] = round(extra.check.cpuShare)
+    ratios['app_token_check_rps_share'] = round(extra.check.rpsShare)
+  }
+  for (const storage of ['postgres', 'pglite'] as const) {
+    for (const [name, n] of Object.entries(extra.statementsPerRequest[storage])) figures[`${storage} ${name} statements per request`] = round(n)
+  }
   for (const r of rows) {
     const key = `${r.storage} ${r.name} ${r.target} x${r.connections}`
     figures[`${key} rps`] = Math.round(r.summary.rps)
     figures[`${key} p50 ms`] = round(r.summary.p50)
     if (r.versus) ratios[`${key} p50 / driver p50`] = round(r.versus.p50)
   }
-  const floor = rows.find((r) => r.storage === 'postgres' && r.name === 'pk read' && r.target === FLOOR)
-  const api = rows.find((r) => r.storage === 'postgres' && r.name === 'pk read' && r.target === API && r.connections === CONNECTIONS)
-  if (floor && api) ratios['postgres pk read API p50 / floor p50'] = round(api.summary.p50 / floor.summary.p50)
-  for (const storage of ['postgres', 'pglite'] as const) figures[`${storage} app token check ms per request`] = round(tokenCheck[storage].ms)
   return { bench: 'data', ratios, figures }
 }
 

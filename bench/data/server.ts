@@ -72,7 +72,7 @@ async function start(message: Extract<ToServer, { type: 'start' }>): Promise<voi
   })
   const fixture = await prepareFixture(
     { platform, db: counted, clock: systemClock, port, operatorKey, masterKey },
-    { rows: message.rows, categories: message.categories },
+    { rows: message.rows, categories: message.categories, ...(message.extraApps ? { extraApps: message.extraApps } : {}) },
   )
   send({ type: 'ready', fixture: { port, ...fixture } })
 }
