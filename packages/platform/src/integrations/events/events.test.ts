@@ -11,47 +11,29 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { backend } from '../../../test/test-db.ts'
 import { manifest, ownerApi, startHarness, type Harness } from '../../../test/harness.ts'
-import { deployApp } from '../../../test/integration-fixture.ts'
-import { findUserById } from '../../identity/index.ts'
+import { createTestConnection, deployApp, ORDER_CREATED, ordersContract, READ_AND_WRITE, type ContractEvent } from '../../../test/integration-fixture.ts'
 import { findAppBySlug } from '../../apps/apps.ts'
-import { createConnection } from '../connections/connections.ts'
 import { createProviderInvoker } from '../../functions/provider-invoker.ts'
 import type { IntegrationTrigger } from '../provider-invocation.ts'
 import { emitEvent, MAX_EVENT_DATA_BYTES } from './emit.ts'
 import { RETRY_DELAYS_SECONDS } from './delivery-worker.ts'
 import { DELIVERY_RETENTION_MS, eventEnvelope, runEventHandler } from './index.ts'
 
-const PROVIDER = (extraEvent = '') => `functions:
+const PROVIDER = (extraEvents: ContractEvent[] = []) => `functions:
   - name: emitImpl
     entrypoint: functions/emit.ts
     access: system
-provides:
-  integration:
-    name: orders
-    title: Orders
-    description: The shop's orders
-    capabilities:
-      - name: orders.read
-        description: Read orders
-      - name: orders.write
-        description: Change orders
-    operations:
-      - name: orders.emit
-        capability: orders.read
-        function: emitImpl
-        description: Emits the events it is given
-    events:
-      - type: order.created
-        capability: orders.read
-        description: An order was placed
-        fake: { order: A-1 }
-      - type: order.shipped
-        capability: orders.read
-        description: An order was shipped
-      - type: order.refunded
-        capability: orders.write
-        description: An order was refunded
-${extraEvent}`
+${ordersContract({
+  credentials: [],
+  capabilities: READ_AND_WRITE,
+  operations: [{ name: 'orders.emit', capability: 'orders.read', function: 'emitImpl', description: 'Emits the events it is given' }],
+  events: [
+    { ...ORDER_CREATED, fake: { order: 'A-1' } },
+    { type: 'order.shipped', capability: 'orders.read', description: 'An order was shipped' },
+    { type: 'order.refunded', capability: 'orders.write', description: 'An order was refunded' },
+    ...extraEvents,
+  ],
+})}`
 
 /** Emits each event of `calls` (JSON text) and returns each count, or the error's code. */
 const EMIT_CODE = `import { defineFunction, object, string } from '@service/server'
@@ -147,14 +129,7 @@ describe(`integration events (${backend})`, () => {
   }
 
   async function connection(userId: string, kind: 'personal' | 'organisation'): Promise<string> {
-    const actor = (await findUserById(h.t.db, userId))!
-    const shop = (await findAppBySlug(h.t.db, 'shop'))!
-    const { connection } = await createConnection({ db: h.t.db, clock: h.clock, keyring: h.platform.connectionKeyring }, {
-      actor,
-      integration: { appId: shop.id, appSlug: 'shop', organisationId: shop.organisationId!, name: 'orders', title: 'Orders', description: '', credentials: [], oauth: false },
-      kind, label: `${kind} shop`, values: {},
-    })
-    return connection.id
+    return createTestConnection(h, { userId, kind, values: {} })
   }
 
   /** The provider's emitImpl for `connectionId` as a sync (or webhook, oauth) invocation. */
@@ -442,10 +417,7 @@ describe(`integration events (${backend})`, () => {
 
   test('in a provider\'s development session emit validates against the development revision and delivers nothing', async () => {
     await deployApp(h, alice.token, 'shop/dev/alice', {
-      'service.yaml': manifest('shop', PROVIDER(`      - type: order.drafted
-        capability: orders.read
-        description: Only in development
-`), 'private'),
+      'service.yaml': manifest('shop', PROVIDER([{ type: 'order.drafted', capability: 'orders.read', description: 'Only in development' }]), 'private'),
       'functions/emit.ts': EMIT_CODE,
     })
     const shop = (await findAppBySlug(h.t.db, 'shop'))!

@@ -15,10 +15,8 @@ import { fileURLToPath } from 'node:url'
 import { after, before, describe, test } from 'node:test'
 import { backend } from '../../../test/test-db.ts'
 import { manifest, ownerApi, startHarness, type Harness } from '../../../test/harness.ts'
-import { deployApp } from '../../../test/integration-fixture.ts'
-import { findUserById } from '../../identity/index.ts'
+import { consumerManifest, createTestConnection, deployApp, ORDER_CREATED, ordersContract } from '../../../test/integration-fixture.ts'
 import { findAppBySlug } from '../../apps/apps.ts'
-import { createConnection } from '../connections/connections.ts'
 import { createProviderInvoker } from '../../functions/provider-invoker.ts'
 
 const REPO = fileURLToPath(new URL('../../../../../', import.meta.url))
@@ -29,19 +27,7 @@ const PROVIDER = `functions:
   - name: emitImpl
     entrypoint: functions/emit.ts
     access: system
-provides:
-  integration:
-    name: orders
-    title: Orders
-    description: The shop's orders
-    capabilities:
-      - name: orders.read
-        description: Read orders
-    events:
-      - type: order.created
-        capability: orders.read
-        description: An order was placed
-`
+${ordersContract({ credentials: [], events: [ORDER_CREATED] })}`
 const EMIT_CODE = `import { defineFunction, object, string } from '@service/server'
 export default defineFunction({
   input: object({ calls: string() }),
@@ -58,16 +44,7 @@ const CONSUMER = (slot: string) => `functions:
     entrypoint: functions/on-event.ts
     access: system
     timeoutSeconds: 5
-integrations:
-  ${slot}:
-    provider: custom
-    integration: orders
-    account: app
-    cardinality: one
-    capabilities: [orders.read]
-    events:
-      function: onEvent
-`
+${consumerManifest({ slots: { [slot]: { integration: 'orders', capabilities: ['orders.read'], events: 'onEvent' } } })}`
 
 /** Records each run (started, then ended or failed); fails while the event was seen at most failFirst times; sleeps ms. */
 const ON_EVENT = (version: number) => `import { defineFunction, errors, number, object, string } from '@service/server'
@@ -181,15 +158,10 @@ describe(`integration events across platform process crashes and deploys (${back
   }
 
   test('a handler failing its first attempts, a process SIGKILLed mid-delivery and deploys during delivery: every event reaches every binding\'s handler, each recorded once per binding', async (t) => {
-    const actor = (await findUserById(h.t.db, aliceId))!
     const shop = (await findAppBySlug(h.t.db, 'shop'))!
-    const { connection } = await createConnection({ db: h.t.db, clock: h.clock, keyring: h.platform.connectionKeyring }, {
-      actor,
-      integration: { appId: shop.id, appSlug: 'shop', organisationId: shop.organisationId!, name: 'orders', title: 'Orders', description: '', credentials: [], oauth: false },
-      kind: 'organisation', label: 'shop', values: {},
-    })
+    const connectionId = await createTestConnection(h, { userId: aliceId, kind: 'organisation', label: 'shop', values: {} })
     for (const [slug, slot] of [['desk', 'orders'], ['ledger', 'shop']]) {
-      const bound = await ownerApi(h, token, 'PUT', `/v1/apps/${slug}/integrations/${slot}/binding`, { connectionId: connection.id })
+      const bound = await ownerApi(h, token, 'PUT', `/v1/apps/${slug}/integrations/${slot}/binding`, { connectionId })
       assert.equal(bound.status, 200, bound.text)
     }
     // Every third event fails its first two attempts; the others take 1.5 s, so the kill lands mid-delivery.
@@ -199,7 +171,7 @@ describe(`integration events across platform process crashes and deploys (${back
     const invoke = createProviderInvoker({ db: h.t.db, host: () => h.platform.functions })
     const emitted = await invoke({
       providerAppId: shop.id, functionName: 'emitImpl', input: { calls: JSON.stringify([...events, ...events.slice(0, 5)]) },
-      integration: { connectionId: connection.id, trigger: 'sync' }, secrets: {}, mayEmit: true, timeoutMs: 25_000,
+      integration: { connectionId, trigger: 'sync' }, secrets: {}, mayEmit: true, timeoutMs: 25_000,
     })
     assert.ok(emitted.ok, JSON.stringify(emitted))
     assert.deepEqual(emitted.value, [...events.map(() => 2), 0, 0, 0, 0, 0], 'two new deliveries per event; re-emitted ones none')
