@@ -9,7 +9,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { backend } from '../../../test/test-db.ts'
 import { BASE, manifest, ownerApi, startHarness, type Harness } from '../../../test/harness.ts'
-import { deployApp } from '../../../test/integration-fixture.ts'
+import { deployApp, listOrders, ordersContract } from '../../../test/integration-fixture.ts'
 import { CookieClient, field } from '../../../test/cookie-client.ts'
 import { AUTH, signedInBrowser } from '../../../test/sign-in-flow.ts'
 import { markReconnectRequired } from '../connections/index.ts'
@@ -23,23 +23,7 @@ const SHOP = `functions:
   - name: listOrdersImpl
     entrypoint: functions/list.ts
     access: system
-provides:
-  integration:
-    name: orders
-    title: Orders
-    description: The shop's orders
-    credentials:
-      - name: SHOP_API_KEY
-        label: API key
-    capabilities:
-      - name: orders.read
-        description: Read orders
-    operations:
-      - name: orders.list
-        capability: orders.read
-        function: listOrdersImpl
-        description: Lists orders
-`
+${ordersContract({ operations: [listOrders('listOrdersImpl')] })}`
 
 const CRM = `secrets:
   CRM_CLIENT_SECRET: required
