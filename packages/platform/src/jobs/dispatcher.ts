@@ -6,7 +6,8 @@
  *
  * - Wake-ups: LISTEN on `platform_jobs` (an enqueue of due work notifies at commit), a
  *   finished attempt (a slot is free), and a poll every `pollIntervalMs` (delayed jobs
- *   becoming due, and PGlite or a lost connection missing a notice).
+ *   becoming due, and PGlite or a lost connection missing a notice). Successes are written
+ *   in batches whose write also claims for the slots they free, in one round trip.
  * - An attempt: the consumer is resolved from the namespace's active release at dispatch;
  *   it runs with `ctx.job = { id, queue, attempt }` and the queue's pinned
  *   `timeoutSeconds`. Success ends the job; `errors.unavailable` (503), a timeout or a
