@@ -3,6 +3,7 @@
  * them into the HTTP application. Nothing here connects or listens; `main.ts` does that.
  */
 import { Hono } from 'hono'
+import { searchHealth } from './search/declarations.ts'
 import type { Config } from './config.ts'
 import type { Db } from './db/db.ts'
 import type { Clock } from './lib/clock.ts'
@@ -138,8 +139,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const events = createIntegrationEvents({ db, clock, logger, host: () => functions, production: deps.config.production, ...deps.events })
 
   const base = new Hono()
-  base.get('/v1/health', (c) =>
-    c.json({ status: 'ok', storage: { kind: db.kind, location: db.describe() }, sdkVersion: PLATFORM_SDK_VERSION }))
+  base.get('/v1/health', async (c) =>
+    c.json({ status: 'ok', storage: { kind: db.kind, location: db.describe() }, sdkVersion: PLATFORM_SDK_VERSION, search: await searchHealth(db) }))
   base.route('/v1/operator', operatorRoutes({ db, clock, operatorKey: deps.operatorKey }))
   base.route('/v1/me/token', meTokenRoutes({ db, clock }))
   base.route('/v1/me', meRoutes({ db, clock }))

@@ -19,6 +19,7 @@ import { publishContract, publishedIntegrationsFor } from '../integrations/index
 import { readBundle, type Bundle, type Migration } from './bundle.ts'
 import { createNamespace, findNamespace, runAsRole, type Namespace } from './namespaces.ts'
 import { MAX_DEV_NAMESPACES } from './dev-names.ts'
+import { checkSearchDeclarations } from '../search/declarations.ts'
 
 export interface Release {
   id: string
@@ -238,6 +239,8 @@ async function activateBundle(
     )
     const release = releaseFromRow(row!)
     const migrationsApplied = await applyMigrations(tx, namespace, bundle.migrations, release.id)
+    // Declared searches name tables and columns of the migrated schema (issue 16).
+    await checkSearchDeclarations(tx, namespace.schemaName, manifest.data.search)
     await storeFiles(tx, release.id, bundle)
     // Pending jobs of queues (and cron runs of cron entries) this release no longer declares end now (spec 3.1).
     await deadLetterRemovedQueues(tx, {
