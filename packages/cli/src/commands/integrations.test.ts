@@ -3,9 +3,7 @@ import { after, before, describe, test } from 'node:test'
 import type { ServerType } from '@hono/node-server'
 import { bundle, manifest, startHarness, type Harness } from '../../../platform/test/harness.ts'
 import { backend } from '../../../platform/test/test-db.ts'
-import { findUserById } from '../../../platform/src/identity/index.ts'
-import { findAppBySlug } from '../../../platform/src/apps/apps.ts'
-import { createConnection } from '../../../platform/src/integrations/connections/connections.ts'
+import { consumerManifest, createTestConnection, listOrders, ordersContract } from '../../../platform/test/integration-fixture.ts'
 import { capture, serveHarness } from '../../test/cli-harness.ts'
 import { main } from '../main.ts'
 
@@ -15,42 +13,18 @@ const PROVIDER = `functions:
   - name: ordersImpl
     entrypoint: functions/orders.ts
     access: system
-provides:
-  integration:
-    name: orders
-    title: Orders
-    description: The shop's orders
-    credentials:
-      - name: SHOP_API_KEY
-        label: API key
-    capabilities:
-      - name: orders.read
-        description: Read orders
-    operations:
-      - name: orders.list
-        capability: orders.read
-        function: ordersImpl
-        description: Lists orders
-`
+${ordersContract({ operations: [listOrders('ordersImpl')] })}`
 
 const PROVIDER_CODE = `import { defineFunction, object } from '@service/server'
 export default defineFunction({ input: object({}), handler: () => [] })
 `
 
-const CONSUMER = `integrations:
-  shop:
-    provider: custom
-    integration: orders
-    account: app
-    cardinality: one
-    capabilities: [orders.read]
-  my_shop:
-    provider: custom
-    integration: orders
-    account: calling_user
-    cardinality: one
-    capabilities: [orders.read]
-`
+const CONSUMER = consumerManifest({
+  slots: {
+    shop: { integration: 'orders', capabilities: ['orders.read'] },
+    my_shop: { integration: 'orders', account: 'calling_user', capabilities: ['orders.read'] },
+  },
+})
 
 describe(`service integrations and connections over HTTP (${backend})`, () => {
   let h: Harness
@@ -75,16 +49,7 @@ describe(`service integrations and connections over HTTP (${backend})`, () => {
     eve = await h.createOwner('eve@globex.test', 'Globex')
     await deploy(alice.token, 'shop', { 'service.yaml': manifest('shop', PROVIDER, 'private'), 'functions/orders.ts': PROVIDER_CODE })
     await deploy(bob.token, 'desk', { 'service.yaml': manifest('desk', CONSUMER, 'private') })
-    const shop = (await findAppBySlug(h.t.db, 'shop'))!
-    const { connection } = await createConnection({ db: h.t.db, clock: h.clock, keyring: h.platform.connectionKeyring }, {
-      actor: (await findUserById(h.t.db, bob.userId))!,
-      integration: {
-        appId: shop.id, appSlug: 'shop', organisationId: shop.organisationId!, name: 'orders', title: 'Orders', description: '',
-        credentials: [{ name: 'SHOP_API_KEY', label: 'API key', secret: true, optional: false }], oauth: false,
-      },
-      kind: 'personal', label: 'bob\'s shop', values: { SHOP_API_KEY: API_KEY },
-    })
-    connectionId = connection.id
+    connectionId = await createTestConnection(h, { userId: bob.userId, kind: 'personal', label: 'bob\'s shop', values: { SHOP_API_KEY: API_KEY } })
   })
   after(async () => {
     server.close()
