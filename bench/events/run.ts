@@ -15,11 +15,10 @@
  * EVENTS_N (default 2,000). The last line is one JSON object.
  */
 import { performance } from 'node:perf_hooks'
-import { bundle, manifest, startHarness } from '../../packages/platform/test/harness.ts'
+import { manifest, startHarness } from '../../packages/platform/test/harness.ts'
+import { consumerManifest, createApp, createTestConnection, deployApp, ORDER_CREATED, ordersContract } from '../../packages/platform/test/integration-fixture.ts'
 import { findAppBySlug } from '../../packages/platform/src/apps/apps.ts'
 import { findNamespace } from '../../packages/platform/src/deploy/namespaces.ts'
-import { findUserById } from '../../packages/platform/src/identity/index.ts'
-import { createConnection } from '../../packages/platform/src/integrations/connections/connections.ts'
 import { enqueueOnQueue } from '../../packages/platform/src/jobs/enqueue.ts'
 import type { QueueDeclaration } from '../../packages/platform/src/manifest/index.ts'
 
@@ -32,19 +31,7 @@ const PROVIDER = `functions:
   - name: emitImpl
     entrypoint: functions/emit.ts
     access: system
-provides:
-  integration:
-    name: orders
-    title: Orders
-    description: The shop's orders
-    capabilities:
-      - name: orders.read
-        description: Read orders
-    events:
-      - type: order.created
-        capability: orders.read
-        description: An order was placed
-`
+${ordersContract({ credentials: [], events: [ORDER_CREATED] })}`
 const CONSUMER = `functions:
   - name: onEvent
     entrypoint: functions/on-event.ts
@@ -59,16 +46,7 @@ queues:
     maxAttempts: 3
     retryDelaySeconds: 1
     timeoutSeconds: 60
-integrations:
-  shop:
-    provider: custom
-    integration: orders
-    account: app
-    cardinality: one
-    capabilities: [orders.read]
-    events:
-      function: onEvent
-`
+${consumerManifest({ slots: { shop: { integration: 'orders', capabilities: ['orders.read'], events: 'onEvent' } } })}`
 const ON_EVENT = `import { defineFunction, number, object, string } from '@service/server'
 export default defineFunction({
   input: object({ id: string(), type: string(), occurredAt: string(), integration: string(), provider: string(), bindingId: string(), data: object({ i: number() }) }),
@@ -89,22 +67,16 @@ async function main(): Promise<void> {
   try {
     const owner = await h.createOwner('bench@acme.test', 'Acme')
     const deploy = async (slug: string, files: Record<string, string>) => {
-      if ((await h.request('/v1/apps', { token: owner.token, json: { slug, visibility: 'private' } })).status !== 201) throw new Error(`create ${slug}`)
-      const res = await h.request(`/v1/apps/${slug}/deployments`, { token: owner.token, json: bundle(files) })
-      if (res.status !== 201) throw new Error(`deploy ${slug}: ${await res.text()}`)
+      await createApp(h, owner.token, slug)
+      await deployApp(h, owner.token, slug, files)
     }
     await deploy('shop', { 'service.yaml': manifest('shop', PROVIDER, 'private'), 'functions/emit.ts': NOOP })
     await deploy('desk', { 'service.yaml': manifest('desk', CONSUMER, 'private'), 'functions/on-event.ts': ON_EVENT, 'functions/noop.ts': NOOP })
     const shop = (await findAppBySlug(h.t.db, 'shop'))!
     const desk = (await findAppBySlug(h.t.db, 'desk'))!
     const namespace = (await findNamespace(h.t.db, desk.id))!
-    const actor = (await findUserById(h.t.db, owner.userId))!
-    const { connection } = await createConnection({ db: h.t.db, clock: h.clock, keyring: h.platform.connectionKeyring }, {
-      actor,
-      integration: { appId: shop.id, appSlug: 'shop', organisationId: shop.organisationId!, name: 'orders', title: 'Orders', description: '', credentials: [], oauth: false },
-      kind: 'organisation', label: 'bench', values: {},
-    })
-    const bound = await h.request('/v1/apps/desk/integrations/shop/binding', { token: owner.token, method: 'PUT', json: { connectionId: connection.id } })
+    const connectionId = await createTestConnection(h, { userId: owner.userId, kind: 'organisation', label: 'bench', values: {} })
+    const bound = await h.request('/v1/apps/desk/integrations/shop/binding', { token: owner.token, method: 'PUT', json: { connectionId } })
     if (bound.status !== 200) throw new Error(`bind: ${await bound.text()}`)
 
     // The attempt's start is where a worker hands it to the Functions host; its end where the host answers.
@@ -122,7 +94,7 @@ async function main(): Promise<void> {
       return result
     }
     const emit = (i: number) => h.platform.events.emit({
-      appId: shop.id, releaseId: shop.activeReleaseId!, devName: '', integration: { connectionId: connection.id, trigger: 'sync' }, mayEmit: true,
+      appId: shop.id, releaseId: shop.activeReleaseId!, devName: '', integration: { connectionId, trigger: 'sync' }, mayEmit: true,
       args: [{ type: 'order.created', id: `e-${i}`, data: { i } }],
     })
     const enqueue = (i: number) => enqueueOnQueue(h.t.db, {

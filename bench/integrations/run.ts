@@ -12,10 +12,9 @@
  * Environment: DATABASE_URL (else the embedded PGlite), BENCH_CALLS (default 2,000 per case).
  */
 import { performance } from 'node:perf_hooks'
-import { bundle, manifest, startHarness } from '../../packages/platform/test/harness.ts'
+import { manifest, startHarness } from '../../packages/platform/test/harness.ts'
+import { consumerManifest, createApp, createTestConnection, deployApp, listOrders, ordersContract } from '../../packages/platform/test/integration-fixture.ts'
 import { findAppBySlug } from '../../packages/platform/src/apps/apps.ts'
-import { findUserById } from '../../packages/platform/src/identity/index.ts'
-import { createConnection } from '../../packages/platform/src/integrations/connections/connections.ts'
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 2000)
 const WARMUP = 200
@@ -27,23 +26,7 @@ const PROVIDER = `functions:
   - name: directProvider
     entrypoint: functions/direct.ts
     access: public
-provides:
-  integration:
-    name: orders
-    title: Orders
-    description: The shop's orders
-    credentials:
-      - name: SHOP_API_KEY
-        label: API key
-    capabilities:
-      - name: orders.read
-        description: Read orders
-    operations:
-      - name: orders.list
-        capability: orders.read
-        function: ordersImpl
-        description: Lists orders
-`
+${ordersContract({ operations: [listOrders('ordersImpl')] })}`
 const PROVIDER_CODE = `import { defineFunction, object, string } from '@service/server'
 export default defineFunction({
   input: object({ q: string() }),
@@ -60,14 +43,7 @@ const CONSUMER = `functions:
   - name: viaBroker
     entrypoint: functions/broker.ts
     access: public
-integrations:
-  shop:
-    provider: custom
-    integration: orders
-    account: app
-    cardinality: one
-    capabilities: [orders.read]
-`
+${consumerManifest({ slots: { shop: { integration: 'orders', capabilities: ['orders.read'] } } })}`
 const DIRECT_CODE = `import { defineFunction, object, string } from '@service/server'
 export default defineFunction({ input: object({ q: string() }), handler: ({ input }) => ({ orders: [{ id: 1, q: input.q }], keyed: true }) })
 `
@@ -84,9 +60,8 @@ async function main(): Promise<void> {
   try {
     const owner = await h.createOwner('bench@acme.test', 'Acme')
     const deploy = async (slug: string, files: Record<string, string>) => {
-      if ((await h.request('/v1/apps', { token: owner.token, json: { slug, visibility: 'private' } })).status !== 201) throw new Error(`create ${slug}`)
-      const res = await h.request(`/v1/apps/${slug}/deployments`, { token: owner.token, json: bundle(files) })
-      if (res.status !== 201) throw new Error(`deploy ${slug}: ${await res.text()}`)
+      await createApp(h, owner.token, slug)
+      await deployApp(h, owner.token, slug, files)
     }
     await deploy('shop', { 'service.yaml': manifest('shop', PROVIDER, 'private'), 'functions/orders.ts': PROVIDER_CODE, 'functions/direct.ts': DIRECT_CODE })
     await deploy('desk', {
@@ -94,16 +69,8 @@ async function main(): Promise<void> {
     })
     const shop = (await findAppBySlug(h.t.db, 'shop'))!
     const desk = (await findAppBySlug(h.t.db, 'desk'))!
-    const actor = (await findUserById(h.t.db, owner.userId))!
-    const { connection } = await createConnection({ db: h.t.db, clock: h.clock, keyring: h.platform.connectionKeyring }, {
-      actor,
-      integration: {
-        appId: shop.id, appSlug: 'shop', organisationId: shop.organisationId!, name: 'orders', title: 'Orders', description: '',
-        credentials: [{ name: 'SHOP_API_KEY', label: 'API key', secret: true, optional: false }], oauth: false,
-      },
-      kind: 'personal', label: 'bench', values: { SHOP_API_KEY: 'sk_bench_value' },
-    })
-    const bound = await h.request('/v1/apps/desk/integrations/shop/binding', { token: owner.token, method: 'PUT', json: { connectionId: connection.id } })
+    const connectionId = await createTestConnection(h, { userId: owner.userId, kind: 'personal', label: 'bench', values: { SHOP_API_KEY: 'sk_bench_value' } })
+    const bound = await h.request('/v1/apps/desk/integrations/shop/binding', { token: owner.token, method: 'PUT', json: { connectionId } })
     if (bound.status !== 200) throw new Error(`bind: ${await bound.text()}`)
 
     const cases = {
