@@ -39,6 +39,7 @@ import type { SecretStore } from '../secrets/index.ts'
 import type { SchemaCache } from '../data-api/index.ts'
 import type { NamespaceSql } from '../deploy/namespace-sql.ts'
 import type { FunctionDeclaration } from '../manifest/index.ts'
+import { runSearch } from '../search/run.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { AiContextCall } from '../ai/index.ts'
 import { notImplemented, ServiceError } from '../lib/errors.ts'
@@ -469,6 +470,12 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
       case 'data': {
         checkDataAuthorization(meta.identity, deps.clock.now())
         if (meta.namespace === null) throw new ServiceError('NOT_FOUND', 'this app has no database yet')
+        if (call.method === 'search') {
+          return await runSearch({
+            db: deps.db, ...(deps.appSql ? { sql: deps.appSql } : {}),
+            namespace: meta.namespace, releaseId: meta.releaseId, identity: meta.identity, args: call.args,
+          })
+        }
         const schema = await deps.schemas.get(deps.db, { schemaName: meta.namespace.schemaName, releaseId: meta.releaseId })
         return await runDataCall({
           db: deps.db, ...(deps.appSql ? { sql: deps.appSql } : {}),

@@ -1,0 +1,193 @@
+/**
+ * `ctx.data.search` (issue 16; spec 2.11, 4.3, 5.5, 8): one read-only SQL statement under the
+ * invocation's own identity (the namespace's user role with the caller's claims, or its
+ * system role), so row-level security applies to every candidate and every returned record.
+ *
+ * Each component picks at most CANDIDATES rows after RLS and the `where` filters, ordered by
+ * its evidence then by id: full text by `ts_rank` of the declared columns against
+ * `websearch_to_tsquery(language, query)`; vector by exact cosine distance, brute force (no
+ * index picks candidates): pgvector's `<=>` on a vector(n) column, or the same formula in
+ * float8 over a `real[]` column. Rows whose vector is null, of another length or of zero norm
+ * are no candidates. Hybrid fuses the two lists: sum of 1 / (60 + rank) over the components a
+ * row is in. A record over 16 KiB or a response over 1 MiB fails SEARCH_RESULT_TOO_LARGE.
+ */
+import { ident, type Db, type Queryable } from '../db/db.ts'
+import { runAsRole, type Namespace } from '../deploy/namespaces.ts'
+import type { NamespaceSql, StatementParts } from '../deploy/namespace-sql.ts'
+import { ServiceError } from '../lib/errors.ts'
+import type { SearchDeclaration } from '../manifest/index.ts'
+import type { DataIdentity } from '../functions/context-data.ts'
+import { checkSearchDeclarations, type SearchPlan } from './declarations.ts'
+import { declarationNamed, readSearchInput, type SearchInput } from './input.ts'
+
+export const CANDIDATES = 100
+export const FUSION_CONSTANT = 60
+export const MAX_RECORD_BYTES = 16 * 1024
+export const MAX_RESPONSE_BYTES = 1024 * 1024
+
+export interface SearchHit {
+  record: Record<string, unknown>
+  fullTextScore: number | null
+  fullTextRank: number | null
+  vectorDistance: number | null
+  vectorSimilarity: number | null
+  vectorRank: number | null
+  fusionScore: number | null
+}
+
+/** A release's plans, by release id (a release's schema changes only with a new release). */
+const plansByRelease = new Map<string, Promise<SearchPlan[]>>()
+const MAX_CACHED_RELEASES = 500
+
+async function plansFor(db: Db, namespace: Namespace, releaseId: string): Promise<SearchPlan[]> {
+  let plans = plansByRelease.get(releaseId)
+  if (plans === undefined) {
+    plans = (async () => {
+      const rows = await db.query<{ search: SearchDeclaration[] | null }>(
+        `select manifest -> 'data' -> 'search' as search from platform.releases where id = $1`, [releaseId])
+      return await checkSearchDeclarations(db, namespace.schemaName, rows[0]?.search ?? [])
+    })()
+    if (plansByRelease.size >= MAX_CACHED_RELEASES) plansByRelease.delete(plansByRelease.keys().next().value!)
+    plansByRelease.set(releaseId, plans)
+    plans.catch(() => plansByRelease.delete(releaseId))
+  }
+  return await plans
+}
+
+export interface SearchCallOptions {
+  readonly db: Db
+  readonly sql?: NamespaceSql
+  readonly namespace: Namespace
+  readonly releaseId: string
+  readonly identity: DataIdentity
+  /** `[name, options]`. */
+  readonly args: readonly unknown[]
+}
+
+/**
+ * Runs one search and answers `{ hits }`.
+ *
+ * @example
+ * await runSearch({ db, namespace, releaseId, identity, args: ['notes', { mode: 'fullText', query: 'tea' }] })
+ */
+export async function runSearch(options: SearchCallOptions): Promise<{ hits: SearchHit[] }> {
+  let plans: SearchPlan[]
+  try {
+    plans = await plansFor(options.db, options.namespace, options.releaseId)
+  } catch (error) {
+    throw unavailable(error)
+  }
+  const plan = declarationNamed(plans, options.args[0]) as SearchPlan
+  const input = readSearchInput(plan, options.args[1])
+  const parts = searchStatement(options.namespace.schemaName, plan, input)
+  const target = { namespace: options.namespace, role: options.identity.role }
+  let hits: unknown
+  try {
+    if (options.sql) hits = await options.sql.statement(target, parts, { claims: options.identity.claims, readOnly: true })
+    else {
+      hits = await options.db.transaction(async (tx: Queryable) => {
+        await tx.query('set transaction read only')
+        return await runAsRole(tx, target, `with ${parts.ctes.join(', ')} select ${parts.value}`, { claims: options.identity.claims, params: parts.params })
+      })
+    }
+  } catch (error) {
+    throw searchDatabaseError(error)
+  }
+  return { hits: checkSizes(plan.name, (hits ?? []) as SearchHit[]) }
+}
+
+/**
+ * The statement: `$1` is `[query, vector, where]`. Exported for the benchmark, which runs
+ * the same statement as the plain SQL floor.
+ */
+export function searchStatement(schema: string, plan: SearchPlan, input: SearchInput): StatementParts {
+  const table = `${ident(schema)}.${ident(plan.table)}`
+  const filters = Object.entries(input.where).map(([column, value]) =>
+    value === null ? `t.${ident(column)} is null` : `t.${ident(column)} = w.${ident(column)}`)
+  const from = `${table} t, jsonb_populate_record(null::${table}, $1->2) w`
+  const ctes: string[] = []
+  const lexical = input.mode !== 'vector'
+  const semantic = input.mode !== 'fullText'
+  if (lexical) {
+    const language = `'${plan.fullText!.language}'::regconfig`
+    const document = `to_tsvector(${language}, ${plan.fullText!.columns.map((column) => `coalesce(t.${ident(column)}::text, '')`).join(` || ' ' || `)})`
+    ctes.push(`q as (select websearch_to_tsquery(${language}, $1->>0) as q)`)
+    ctes.push(`ft as (select id, score, row_number() over (order by score desc, id) as rank from (
+        select t.id, ts_rank(${document}, q.q)::float8 as score from ${from}, q
+         where ${[`${document} @@ q.q`, ...filters].join(' and ')}
+         order by score desc, t.id limit ${CANDIDATES}) c)`)
+  }
+  if (semantic) {
+    const column = `t.${ident(plan.vector!.column)}`
+    const dimensions = plan.vector!.dimensions
+    if (plan.vectorPath === 'pgvector') {
+      ctes.push(`v as (select ($1->1)::text::extensions.vector as v)`)
+      ctes.push(`vc as (select id, distance, row_number() over (order by distance, id) as rank from (
+          select t.id, (${column} operator(extensions.<=>) v.v)::float8 as distance from ${from}, v
+           where ${[`${column} is not null`, `extensions.vector_norm(${column}) > 0`, ...filters].join(' and ')}
+           order by distance, t.id limit ${CANDIDATES}) c)`)
+    } else {
+      ctes.push(`v as (select array(select e::float4::float8 from jsonb_array_elements_text($1->1) e) as v)`)
+      ctes.push(`vn as (select v.v, sqrt((select sum(b * b) from unnest(v.v) b)) as norm from v)`)
+      ctes.push(`vc as (select id, distance, row_number() over (order by distance, id) as rank from (
+          select t.id, 1 - s.dot / (sqrt(s.aa) * vn.norm) as distance
+            from ${from}, vn,
+                 lateral (select sum(a::float8 * b) as dot, sum(a::float8 * a) as aa, count(a) as n
+                            from unnest(${column}, vn.v) u(a, b)) s
+           where ${[`cardinality(${column}) = ${dimensions}`, `s.n = ${dimensions}`, 's.aa > 0', ...filters].join(' and ')}
+           order by distance, t.id limit ${CANDIDATES}) c)`)
+    }
+  }
+  const idOf = lexical && semantic ? 'coalesce(ft.id, vc.id)' : lexical ? 'ft.id' : 'vc.id'
+  const joined = lexical && semantic ? 'ft full join vc on vc.id = ft.id' : lexical ? 'ft' : 'vc'
+  const fusion = lexical && semantic
+    ? `coalesce(1.0::float8 / (${FUSION_CONSTANT} + ft.rank), 0) + coalesce(1.0::float8 / (${FUSION_CONSTANT} + vc.rank), 0)`
+    : 'null::float8'
+  const order = input.mode === 'hybrid' ? 'fusion desc, id' : input.mode === 'fullText' ? 'ft_rank' : 'vc_rank'
+  ctes.push(`hits as (select ${idOf} as id,
+      ${lexical ? 'ft.score' : 'null::float8'} as ft_score, ${lexical ? 'ft.rank' : 'null::bigint'} as ft_rank,
+      ${semantic ? 'vc.distance' : 'null::float8'} as vc_distance, ${semantic ? 'vc.rank' : 'null::bigint'} as vc_rank,
+      ${fusion} as fusion
+    from ${joined} order by ${order} limit ${input.limit})`)
+  const record = `(select to_json(r) from (select ${plan.select.map((column) => `t.${ident(column)}`).join(', ')}) r)`
+  const value = `(select coalesce(json_agg(json_build_object(
+      'record', ${record},
+      'fullTextScore', h.ft_score, 'fullTextRank', h.ft_rank,
+      'vectorDistance', h.vc_distance, 'vectorSimilarity', 1 - h.vc_distance, 'vectorRank', h.vc_rank,
+      'fusionScore', h.fusion) order by ${input.mode === 'hybrid' ? 'h.fusion desc, h.id' : input.mode === 'fullText' ? 'h.ft_rank' : 'h.vc_rank'}), '[]'::json)
+    from hits h join ${table} t on t.id = h.id)`
+  return { ctes, value, params: [input.query, input.vector, input.where] }
+}
+
+function checkSizes(name: string, hits: SearchHit[]): SearchHit[] {
+  const encoder = new TextEncoder()
+  let total = 2
+  for (const [index, hit] of hits.entries()) {
+    const recordBytes = encoder.encode(JSON.stringify(hit.record)).length
+    if (recordBytes > MAX_RECORD_BYTES) {
+      throw new ServiceError('SEARCH_RESULT_TOO_LARGE', `search "${name}": hit ${index} has a record of ${recordBytes} bytes, over the ${MAX_RECORD_BYTES}-byte limit; select fewer or smaller columns`, {
+        details: { search: name, limit: MAX_RECORD_BYTES, hit: index },
+      })
+    }
+    total += encoder.encode(JSON.stringify(hit)).length + 1
+  }
+  if (total > MAX_RESPONSE_BYTES) {
+    throw new ServiceError('SEARCH_RESULT_TOO_LARGE', `search "${name}": the response is ${total} bytes, over the ${MAX_RESPONSE_BYTES}-byte limit; ask for fewer hits`, {
+      details: { search: name, limit: MAX_RESPONSE_BYTES },
+    })
+  }
+  return hits
+}
+
+function unavailable(error: unknown): ServiceError {
+  return new ServiceError('SEARCH_UNAVAILABLE', 'search is unavailable for a moment (database or schema); retry', { cause: error })
+}
+
+/** Temporary database failures (timeouts, connections, a schema changed under the cache) are retryable. */
+function searchDatabaseError(error: unknown): unknown {
+  if (error instanceof ServiceError) return error
+  const code = typeof error === 'object' && error !== null ? String((error as { code?: unknown }).code ?? '') : ''
+  if (code === '42501') return new ServiceError('FORBIDDEN', `The database refused this search: ${error instanceof Error ? error.message : ''}`, { cause: error })
+  if (code === '57014' || code === '40001' || code === '40P01' || code === '42P01' || code === '42703' || /^(08|53|57P)/.test(code)) return unavailable(error)
+  return error
+}
