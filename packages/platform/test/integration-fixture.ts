@@ -80,7 +80,46 @@ export const READ_AND_WRITE: Readonly<Record<string, string>> = { 'orders.read':
  * @example
  * `functions:\n  - name: ordersImpl\n    entrypoint: functions/orders.ts\n    access: system\n${ordersContract({ operations: [listOrders('ordersImpl')] })}`
  */
-export function ordersContract(options: {
+export function ordersContract(options: ContractOptions = {}): string {
+  return providesBlock({ name: 'orders', title: 'Orders', description: 'The shop\'s orders' }, {
+    credentials: [{ name: 'SHOP_API_KEY', label: 'API key' }], capabilities: { 'orders.read': 'Read orders' }, ...options,
+  })
+}
+
+/**
+ * The `provides:` block of a provider manifest publishing `contacts` ("Contacts", "The CRM's
+ * contacts") behind OAuth 2.0 at https://crm.example.com/authorize (client `crm-client`, scope
+ * `contacts`) whose code exchange is `exchange`, with `contacts.read` and the operation
+ * `contacts.list` run by `operation`; `accessToken` names the token's secret, and
+ * `credentials` and `webhook` are as in ordersContract (no credentials unless given).
+ *
+ * @example
+ * contactsContract({ exchange: 'swapCode', operation: 'contactsImpl' })
+ */
+export function contactsContract(options: {
+  exchange: string
+  operation: string
+  accessToken?: string
+  credentials?: readonly ContractCredential[]
+  webhook?: string
+}): string {
+  return providesBlock({ name: 'contacts', title: 'Contacts', description: 'The CRM\'s contacts' }, {
+    credentials: options.credentials ?? [],
+    authorization: `    authorization:
+      type: oauth2
+      authorizationUrl: https://crm.example.com/authorize
+      clientId: crm-client
+      scopes: [contacts]
+      exchange: ${options.exchange}
+${options.accessToken === undefined ? '' : `      accessToken: ${options.accessToken}\n`}`,
+    capabilities: { 'contacts.read': 'Read contacts' },
+    operations: [{ name: 'contacts.list', capability: 'contacts.read', function: options.operation, description: 'Lists contacts' }],
+    ...(options.webhook === undefined ? {} : { webhook: options.webhook }),
+  })
+}
+
+/** What a test varies in a contract (see ordersContract). */
+export interface ContractOptions {
   name?: string
   credentials?: readonly ContractCredential[]
   capabilities?: Readonly<Record<string, string>>
@@ -88,21 +127,26 @@ export function ordersContract(options: {
   events?: readonly ContractEvent[]
   sync?: { function: string; schedule: string; timezone?: string }
   webhook?: string
-} = {}): string {
-  const credentials = options.credentials ?? [{ name: 'SHOP_API_KEY', label: 'API key' }]
-  const capabilities = options.capabilities ?? { 'orders.read': 'Read orders' }
+}
+
+function providesBlock(
+  head: { name: string; title: string; description: string },
+  options: ContractOptions & { credentials: readonly ContractCredential[]; capabilities: Readonly<Record<string, string>>; authorization?: string },
+): string {
+  const { credentials, capabilities } = options
   const fake = (value: unknown) => (value === undefined ? '' : `        fake: ${JSON.stringify(value)}\n`)
   const lines = [`provides:
   integration:
-    name: ${options.name ?? 'orders'}
-    title: Orders
-    description: The shop's orders
+    name: ${options.name ?? head.name}
+    title: ${head.title}
+    description: ${head.description}
 `]
   if (credentials.length > 0) {
     lines.push('    credentials:\n', ...credentials.map((field) => `      - name: ${field.name}
         label: ${field.label}
 ${field.secret === false ? '        secret: false\n' : ''}${field.optional ? '        optional: true\n' : ''}`))
   }
+  if (options.authorization !== undefined) lines.push(options.authorization)
   lines.push('    capabilities:\n', ...Object.entries(capabilities).map(([name, description]) => `      - name: ${name}
         description: ${description}
 `))

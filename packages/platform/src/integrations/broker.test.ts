@@ -21,7 +21,7 @@ import { storeTokens } from './oauth/tokens.ts'
 import { activeBinding, bindAfterConnect, unbindSlot } from './bindings/index.ts'
 import { isRetryable } from '../jobs/dispatcher.ts'
 import { signIn } from '../../test/data-fixture.ts'
-import { consumerManifest, createTestConnection, deployApp, listOrders, ordersContract, READ_AND_WRITE } from '../../test/integration-fixture.ts'
+import { consumerManifest, contactsContract, createTestConnection, deployApp, listOrders, ordersContract, READ_AND_WRITE } from '../../test/integration-fixture.ts'
 
 const API_KEY = 'sk_live_broker_secret_7d1f0a9c3e'
 const ORG_KEY = 'sk_live_broker_org_secret_52bb81'
@@ -38,26 +38,7 @@ functions:
   - name: swapCode
     entrypoint: functions/contacts.ts
     access: system
-provides:
-  integration:
-    name: contacts
-    title: Contacts
-    description: The CRM's contacts
-    authorization:
-      type: oauth2
-      authorizationUrl: https://crm.example.com/authorize
-      clientId: crm-client
-      scopes: [contacts]
-      exchange: swapCode
-    capabilities:
-      - name: contacts.read
-        description: Read contacts
-    operations:
-      - name: contacts.list
-        capability: contacts.read
-        function: contactsImpl
-        description: Lists contacts
-`
+${contactsContract({ exchange: 'swapCode', operation: 'contactsImpl' })}`
 
 const OAUTH_PROVIDER_CODE = `import { defineFunction, object, string } from '@service/server'
 export default defineFunction({

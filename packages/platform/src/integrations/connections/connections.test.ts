@@ -9,7 +9,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { backend } from '../../../test/test-db.ts'
 import { manifest, ownerApi, startHarness, type Harness } from '../../../test/harness.ts'
-import { deployApp, listOrders, ordersContract } from '../../../test/integration-fixture.ts'
+import { contactsContract, deployApp, listOrders, ordersContract } from '../../../test/integration-fixture.ts'
 import { CookieClient, field } from '../../../test/cookie-client.ts'
 import { AUTH, signedInBrowser } from '../../../test/sign-in-flow.ts'
 import { capturedLog, type CapturedLog } from '../../../test/captured-log.ts'
@@ -48,30 +48,7 @@ functions:
   - name: swapCode
     entrypoint: functions/list.ts
     access: system
-provides:
-  integration:
-    name: contacts
-    title: Contacts
-    description: The CRM's contacts
-    credentials:
-      - name: CRM_REGION
-        label: Region
-        secret: false
-    authorization:
-      type: oauth2
-      authorizationUrl: https://crm.example.com/authorize
-      clientId: crm-client
-      scopes: [contacts]
-      exchange: swapCode
-    capabilities:
-      - name: contacts.read
-        description: Read contacts
-    operations:
-      - name: contacts.list
-        capability: contacts.read
-        function: listContacts
-        description: Lists contacts
-`
+${contactsContract({ exchange: 'swapCode', operation: 'listContacts', credentials: [{ name: 'CRM_REGION', label: 'Region', secret: false }] })}`
 
 /** A browser signed in at the auth host as an existing, confirmed person. */
 describe(`connections (${backend})`, () => {

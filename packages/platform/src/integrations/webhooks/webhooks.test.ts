@@ -13,7 +13,7 @@ import { after, before, describe, test } from 'node:test'
 import { backend, createTestDb } from '../../../test/test-db.ts'
 import { manifest, startHarness, type Harness } from '../../../test/harness.ts'
 import { capturedLog, type CapturedLog } from '../../../test/captured-log.ts'
-import { consumerManifest, createTestConnection, deployApp, listOrders, ORDER_CREATED, ordersContract } from '../../../test/integration-fixture.ts'
+import { consumerManifest, contactsContract, createTestConnection, deployApp, listOrders, ORDER_CREATED, ordersContract } from '../../../test/integration-fixture.ts'
 import type { Db } from '../../db/db.ts'
 import { newSecret } from '../../lib/crypto.ts'
 import { findAppBySlug } from '../../apps/apps.ts'
@@ -80,29 +80,7 @@ const OAUTH_PROVIDER = `functions:
   - name: swapCode
     entrypoint: functions/hook.ts
     access: system
-provides:
-  integration:
-    name: contacts
-    title: Contacts
-    description: The CRM's contacts
-    authorization:
-      type: oauth2
-      authorizationUrl: https://crm.example.com/authorize
-      clientId: crm-client
-      scopes: [contacts]
-      exchange: swapCode
-      accessToken: CRM_TOKEN
-    capabilities:
-      - name: contacts.read
-        description: Read contacts
-    operations:
-      - name: contacts.list
-        capability: contacts.read
-        function: hook
-        description: Lists contacts
-    webhook:
-      function: hook
-`
+${contactsContract({ exchange: 'swapCode', operation: 'hook', accessToken: 'CRM_TOKEN', webhook: 'hook' })}`
 
 const OAUTH_HOOK_CODE = `import { array, defineFunction, object, string } from '@service/server'
 export default defineFunction({
