@@ -1,7 +1,7 @@
 // The `service` global, served at {app_url}/_service/sdk.js. Same-origin only: the browser's
 // HttpOnly session cookie authenticates every call, so no token material ever reaches page
 // scripts. `auth.currentUser()`, `auth.signInUrl()`, `auth.signOut()`, `functions.call()`,
-// `functions.stream()`, `files.upload()`, `files.download()`, `files.info()`, `ServiceError`.
+// `functions.stream()`, `files.upload()`, `files.download()`, `files.info()`, `data.search()`, `ServiceError`.
 (function () {
   'use strict'
 
@@ -236,8 +236,24 @@
     },
   })
 
+  /**
+   * Declared searches (service.yaml `data.search`, SDK 2.4 candidate), under this person's
+   * own access (row-level security decides what is read), the same rules as a Function's
+   * `ctx.data.search`: mode `fullText`, `vector` or `hybrid`; resolves to `{ hits }`.
+   *   const { hits } = await service.data.search('notes', { mode: 'fullText', query: 'tea' })
+   */
+  const data = Object.freeze({
+    async search(name, options) {
+      return call('/_service/search/' + encodeURIComponent(String(name)), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(options === undefined ? null : options),
+      })
+    },
+  })
+
   Object.defineProperty(window, 'service', {
-    value: Object.freeze({ auth, functions, files, ServiceError }),
+    value: Object.freeze({ auth, functions, files, data, ServiceError }),
     writable: false,
     configurable: false,
     enumerable: true,

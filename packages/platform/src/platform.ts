@@ -4,6 +4,7 @@
  */
 import { Hono } from 'hono'
 import { searchHealth } from './search/declarations.ts'
+import { searchRoutes } from './search/routes.ts'
 import type { Config } from './config.ts'
 import type { Db } from './db/db.ts'
 import type { Clock } from './lib/clock.ts'
@@ -241,6 +242,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     callFunction: (c, target) => callFunction(functionCalls, c, target),
     callRoute: (c, target) => callRoute(functionCalls, c, target),
     files: filesRoutes({ db, files }),
+    search: searchRoutes({ db, sql: appSql }),
     hostOf: (request) => classifyHost(request.headers.get('host') ?? new URL(request.url).host, deps.config.baseUrl),
   })
 

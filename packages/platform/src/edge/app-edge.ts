@@ -25,6 +25,7 @@ import { page, escapeHtml } from '../lib/html.ts'
 import { sameOriginUrl } from '../lib/redirects.ts'
 import { safeEqual } from '../lib/crypto.ts'
 import type { DataApi } from '../data-api/index.ts'
+import type { SearchRequestTarget } from '../search/routes.ts'
 
 export interface Caller {
   user: User | null
@@ -71,6 +72,8 @@ export interface EdgeDeps {
   callRoute: (c: Context, target: { app: App; caller: Caller; origin: string }) => Promise<Response | null>
   /** `service.files` (files/routes.ts); without it `/_service/files` is NOT_IMPLEMENTED. */
   files?: (request: Request, target: { appId: string; origin: string; userId: string | null }) => Promise<Response>
+  /** `service.data.search` (search/routes.ts); without it `/_service/search` is NOT_IMPLEMENTED. */
+  search?: (request: Request, target: SearchRequestTarget) => Promise<Response>
 }
 
 function wantsPage(c: Context): boolean {
@@ -284,6 +287,13 @@ export function appEdge(deps: EdgeDeps) {
     const serveFiles = (c: Context<EdgeEnv>) => files(c.req.raw, { appId: c.var.app.id, origin: origin(c), userId: c.var.caller.user?.id ?? null })
     edge.all('/_service/files', serveFiles)
     edge.all('/_service/files/*', serveFiles)
+  }
+  if (deps.search !== undefined) {
+    const search = deps.search
+    edge.all('/_service/search/:name', (c) => search(c.req.raw, {
+      appId: c.var.app.id, releaseId: c.var.app.activeReleaseId, origin: origin(c), name: c.req.param('name'),
+      user: c.var.caller.user === null ? null : { id: c.var.caller.user.id, email: c.var.caller.user.email },
+    }))
   }
   edge.all('/_service/*', (c) => {
     throw notImplemented(`The runtime endpoint ${new URL(c.req.url).pathname}`)

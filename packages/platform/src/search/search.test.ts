@@ -49,6 +49,10 @@ create policy notes_read on notes for select using (visible or auth.is_system())
 insert into notes values ${CORPUS.map((note) => literal(note, path)).join(',\n  ')};
 create table bigs (id integer primary key, title text not null, body text not null);
 insert into bigs values (1, 'small tea', 'short'), (2, 'large tea', repeat('x', 16400));
+create table many (id integer primary key, title text not null, embedding ${path === 'exact' ? 'real[]' : 'vector(3)'});
+insert into many select i, 'tea', ${path === 'exact'
+    ? `array[cos((151 - i) * 0.005), sin((151 - i) * 0.005), 0]::real[]`
+    : `('[' || cos((151 - i) * 0.005) || ',' || sin((151 - i) * 0.005) || ',0]')::vector`} from generate_series(1, 150) i;
 `
 }
 
@@ -71,6 +75,16 @@ const SEARCHES = `data:
       fullText:
         language: english
         columns: [body]
+    - name: many
+      table: many
+      select: [id]
+      fullText:
+        language: simple
+        columns: [title]
+      vector:
+        column: embedding
+        dimensions: 3
+        model: tiny-embed
     - name: big
       table: bigs
       select: [id, body]
@@ -123,6 +137,7 @@ const CLOSE = 1e-6
 
 for (const path of ['exact', 'pgvector'] as const) describe(`ctx.data.search over the ${path} vector path (${backend})`, () => {
   let h: Harness
+  let ownerToken: string
   let available = true
   const slug = `search${path === 'exact' ? 'exact' : 'pgv'}`
 
@@ -131,16 +146,17 @@ for (const path of ['exact', 'pgvector'] as const) describe(`ctx.data.search ove
     const health = await (await h.request('/v1/health')).json() as { search: { vectorPaths: string[] } }
     if (!health.search.vectorPaths.includes(path)) { available = false; return }
     const { token } = await h.createOwner(`owner@${slug}.test`)
+    ownerToken = token
     assert.equal((await h.request('/v1/apps', { token, json: { slug, visibility: 'public' } })).status, 201)
-    const res = await h.request(`/v1/apps/${slug}/deployments`, {
-      token,
-      json: bundle({
-        'service.yaml': manifest(slug, FUNCTIONS + SEARCHES),
-        'functions/find.ts': FIND,
-        'database/migrations/0001_notes.sql': migration(path),
-      }),
+    const files = bundle({
+      'service.yaml': manifest(slug, FUNCTIONS + SEARCHES),
+      'functions/find.ts': FIND,
+      'database/migrations/0001_notes.sql': migration(path),
     })
-    assert.equal(res.status, 201, await res.text())
+    for (const at of [`/v1/apps/${slug}/deployments`, `/v1/apps/${slug}/dev/trial/deployments`]) {
+      const res = await h.request(at, { token, json: files })
+      assert.equal(res.status, 201, await res.text())
+    }
   })
   after(async () => { await h.close() })
 
@@ -316,5 +332,50 @@ for (const path of ['exact', 'pgvector'] as const) describe(`ctx.data.search ove
     if (skipUnlessAvailable(t)) return
     assert.deepEqual((await find('big', { mode: 'fullText', query: 'small' })).hits.map((hit: any) => hit.record.id), [1])
     assert.deepEqual(await find('big', { mode: 'fullText', query: 'tea' }), { error: 'SEARCH_RESULT_TOO_LARGE' })
+  })
+
+  test('the owner\'s development invoke searches the development namespace under the same rules', async (t) => {
+    if (skipUnlessAvailable(t)) return
+    const invoke = async (name: string, options: unknown, as: 'owner' | 'anonymous') => {
+      const res = await h.request(`/v1/apps/${slug}/dev/trial/functions/find/invoke`, {
+        token: ownerToken, json: { input: { name, options: JSON.stringify(options) }, as },
+      })
+      const body = await res.json() as any
+      assert.equal(res.status, 200, JSON.stringify(body))
+      assert.equal(body.ok, true, JSON.stringify(body))
+      return body.value
+    }
+    const options = { mode: 'hybrid', query: 'tea', vector: QUERY_VECTOR, model: 'tiny-embed', limit: 50 }
+    for (const as of ['owner', 'anonymous'] as const) {
+      const dev = await invoke('notes', options, as)
+      assert.deepEqual(dev, await find('notes', options))
+      assert.ok(!dev.hits.some((hit: any) => hit.record.id === 6))
+    }
+    assert.deepEqual(await invoke('notes', { ...options, model: 'other' }, 'owner'), { error: 'SEARCH_MODEL_MISMATCH' })
+  })
+
+  test('at most 100 candidates per component: a row ranked past 100 in one component has no evidence from it', async (t) => {
+    if (skipUnlessAvailable(t)) return
+    // 150 rows: the same text (full-text ties, so by id: row i is rank i, rows 101-150 no
+    // candidates); vectors at angle (151 - i) * 0.005 from the query (row i is vector rank
+    // 151 - i, rows 1-50 no candidates).
+    const fused: [number, number][] = []
+    for (let id = 1; id <= 150; id += 1) {
+      const lexical = id <= 100 ? 1 / (60 + id) : 0
+      const semantic = 151 - id <= 100 ? 1 / (60 + 151 - id) : 0
+      fused.push([id, lexical + semantic])
+    }
+    fused.sort((a, b) => b[1] - a[1] || a[0] - b[0])
+    const { hits } = await find('many', { mode: 'hybrid', query: 'tea', vector: [1, 0, 0], model: 'tiny-embed', limit: 50 })
+    assert.deepEqual(hits.map((hit: any) => hit.record.id), fused.slice(0, 50).map(([id]) => id))
+    for (const [index, hit] of hits.entries()) {
+      const id = hit.record.id
+      assert.equal(hit.fullTextRank, id <= 100 ? id : null)
+      assert.equal(hit.vectorRank, 151 - id <= 100 ? 151 - id : null)
+      assert.ok(Math.abs(hit.fusionScore - fused[index]![1]) < 1e-12)
+    }
+    assert.ok(hits.some((hit: any) => hit.fullTextRank === null) || hits.some((hit: any) => hit.vectorRank === null))
+    const vector = await find('many', { mode: 'vector', vector: [1, 0, 0], model: 'tiny-embed', limit: 50 })
+    assert.deepEqual(vector.hits.map((hit: any) => hit.record.id), Array.from({ length: 50 }, (_, index) => 150 - index))
   })
 })
