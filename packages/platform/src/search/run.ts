@@ -7,7 +7,7 @@
  * its evidence then by id: full text by `ts_rank` of the declared columns against
  * `websearch_to_tsquery(language, query)`; vector by exact cosine distance, brute force (no
  * index picks candidates): pgvector's `<=>` on a vector(n) column, or the same formula in
- * float8 over a `real[]` column. Rows whose vector is null, of another length or of zero norm
+ * float8 over a `real[]` column (the similarity clamped to [-1, 1], as pgvector does). Rows whose vector is null, of another length or of zero norm
  * are no candidates. Hybrid fuses the two lists: sum of 1 / (60 + rank) over the components a
  * row is in. A record over 16 KiB or a response over 1 MiB fails SEARCH_RESULT_TOO_LARGE.
  */
@@ -130,7 +130,7 @@ export function searchStatement(schema: string, plan: SearchPlan, input: SearchI
       ctes.push(`v as (select array(select e::float4::float8 from jsonb_array_elements_text($1->1) e) as v)`)
       ctes.push(`vn as (select v.v, sqrt((select sum(b * b) from unnest(v.v) b)) as norm from v)`)
       ctes.push(`vc as (select id, distance, row_number() over (order by distance, id) as rank from (
-          select t.id, 1 - s.dot / (sqrt(s.aa) * vn.norm) as distance
+          select t.id, 1 - greatest(-1, least(1, s.dot / (sqrt(s.aa) * vn.norm))) as distance
             from ${from}, vn,
                  lateral (select sum(a::float8 * b) as dot, sum(a::float8 * a) as aa, count(a) as n
                             from unnest(${column}, vn.v) u(a, b)) s
