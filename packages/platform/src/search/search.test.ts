@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test'
 import { backend } from '../../test/test-db.ts'
 import { bundle, manifest, startHarness, type Harness } from '../../test/harness.ts'
 import { findAppBySlug } from '../apps/apps.ts'
+import { findNamespace } from '../deploy/namespaces.ts'
 
 interface Note { id: number; title: string; body: string; category: string | null; visible: boolean; embedding: number[] | null }
 
@@ -377,5 +378,14 @@ for (const path of ['exact', 'pgvector'] as const) describe(`ctx.data.search ove
     assert.ok(hits.some((hit: any) => hit.fullTextRank === null) || hits.some((hit: any) => hit.vectorRank === null))
     const vector = await find('many', { mode: 'vector', vector: [1, 0, 0], model: 'tiny-embed', limit: 50 })
     assert.deepEqual(vector.hits.map((hit: any) => hit.record.id), Array.from({ length: 50 }, (_, index) => 150 - index))
+  })
+
+  // Last: it changes the schema under the deployed release.
+  test('a schema changed under the release fails SEARCH_UNAVAILABLE (retryable), not an unknown error', async (t) => {
+    if (skipUnlessAvailable(t)) return
+    const app = (await findAppBySlug(h.t.db, slug))!
+    const namespace = (await findNamespace(h.t.db, app.id))!
+    await h.t.db.query(`alter table "${namespace.schemaName}".bigs rename column title to heading`)
+    assert.deepEqual(await find('big', { mode: 'fullText', query: 'small' }), { error: 'SEARCH_UNAVAILABLE' })
   })
 })
