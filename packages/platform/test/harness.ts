@@ -22,6 +22,8 @@ export interface Harness {
   platform: Platform
   clock: ManualClock
   operatorKey: string
+  /** The platform's master key: another process over the same database must use it too, as production's processes do. */
+  masterKey: Uint8Array
   /** Sends a request to a host of the platform: base (default), auth, or an app slug. */
   request(path: string, init?: RequestInit & { host?: string; token?: string; json?: unknown }): Promise<Response>
   /** Creates a confirmed user in a company and returns its owner token. */
@@ -33,11 +35,12 @@ export async function startHarness(existing?: TestDb, overrides: Partial<Pick<Pl
   const t = existing ?? (await createTestDb())
   const clock = new ManualClock('2026-11-21T12:00:00Z')
   const operatorKey = newSecret('svc_operator_')
+  const masterKey = new Uint8Array(randomBytes(32))
   const bundlesDir = mkdtempSync(join(tmpdir(), 'service-bundles-'))
   const platform = createPlatform({
     bundlesDir,
     config: { baseUrl: new URL(overrides.baseUrl ?? BASE), production: false, smtpUrl: null, mailFrom: 'Service <no-reply@localhost>', registration: overrides.registration ?? true, ...(overrides.ai ? { ai: overrides.ai } : {}) },
-    masterKey: new Uint8Array(randomBytes(32)),
+    masterKey,
     ...(overrides.mailer ? { mailer: overrides.mailer } : {}),
     ...(overrides.sessions ? { sessions: overrides.sessions } : {}),
     ...(overrides.files ? { files: overrides.files } : {}),
@@ -65,6 +68,7 @@ export async function startHarness(existing?: TestDb, overrides: Partial<Pick<Pl
     platform,
     clock,
     operatorKey,
+    masterKey,
     request,
     async createOwner(email, company = 'Acme') {
       const res = await request('/v1/operator/users', { token: operatorKey, json: { email, company } })

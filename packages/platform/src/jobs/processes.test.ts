@@ -119,7 +119,9 @@ describe(`jobs across platform processes (${backend})`, { skip: backend !== 'pos
   })
 
   async function startProcess(capacity = 8): Promise<Child> {
-    const child = spawn(process.execPath, ['--import', 'tsx', PROCESS_SCRIPT, url, bundlesDir, String(capacity)], { cwd: REPO, stdio: ['ignore', 'pipe', 'inherit'] })
+    const child = spawn(process.execPath, ['--import', 'tsx', PROCESS_SCRIPT, url, bundlesDir, String(capacity)], {
+      cwd: REPO, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, SERVICE_TEST_MASTER_KEY: Buffer.from(h.masterKey).toString('hex') },
+    })
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
     const record = { process: child, exited }
     children.push(record)

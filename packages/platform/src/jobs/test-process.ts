@@ -4,7 +4,6 @@
  * starts the jobs dispatcher with a short lease grace and poll, prints `ready` and runs
  * until it is killed (SIGKILL in the crash test) or sent SIGTERM.
  */
-import { randomBytes } from 'node:crypto'
 import { openPostgres } from '../db/postgres.ts'
 import { systemClock } from '../lib/clock.ts'
 import { createLogger } from '../lib/logger.ts'
@@ -12,11 +11,15 @@ import { createPlatform } from '../platform.ts'
 
 const [url, bundlesDir, capacity] = process.argv.slice(2)
 if (!url || !bundlesDir) throw new Error('usage: test-process.ts <database url> <bundles dir>')
+const masterKeyHex = process.env.SERVICE_TEST_MASTER_KEY ?? ''
+if (!/^[0-9a-f]{64}$/.test(masterKeyHex)) throw new Error('SERVICE_TEST_MASTER_KEY: the test platform\'s master key, 64 hex digits')
 const db = openPostgres({ url, maxConnections: 4 })
 const platform = createPlatform({
   bundlesDir,
   config: { baseUrl: new URL('http://localhost:8787'), production: false, smtpUrl: null, mailFrom: 'Service <no-reply@localhost>', registration: false },
-  masterKey: new Uint8Array(randomBytes(32)),
+  // The test's own platform's key: processes sharing a database share it, or each would take the
+  // namespace logins' passwords back from the others and end their sessions.
+  masterKey: new Uint8Array(Buffer.from(masterKeyHex, 'hex')),
   db,
   clock: systemClock,
   logger: createLogger({ level: 'error' }),

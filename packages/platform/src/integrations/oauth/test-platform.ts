@@ -37,7 +37,7 @@ export async function startPlatform(
     return platform.fetch(new Request(url, { ...rest, headers, ...(json !== undefined ? { body: JSON.stringify(json), method: rest.method ?? 'POST' } : {}) }))
   }
   return {
-    t, platform, clock: input.clock, operatorKey: input.operatorKey, request,
+    t, platform, clock: input.clock, operatorKey: input.operatorKey, masterKey: input.masterKey, request,
     async createOwner(email, company = 'Acme') {
       const res = await request('/v1/operator/users', { token: input.operatorKey, json: { email, company } })
       if (res.status !== 201) throw new Error(`create owner failed: ${res.status} ${await res.text()}`)
