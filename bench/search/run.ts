@@ -10,8 +10,10 @@
  * search: the Deno worker, the pipe, the statement, the answer). The corpus is
  * deterministic: titles from a small vocabulary, vectors sin(i * 12.9898 + d * 78.233).
  *
- * Environment: DATABASE_URL (adds PostgreSQL), BENCH_SEARCH_ROWS (default "10000,100000"),
- * BENCH_SEARCH_ROUNDS (default "20,5", per row count). The last line is one JSON object.
+ * Environment: DATABASE_URL (adds PostgreSQL), BENCH_SEARCH_STORAGES (default
+ * "pglite,postgres"), BENCH_SEARCH_ROWS (default "10000,100000"), BENCH_SEARCH_ROUNDS
+ * (default "20,5", per row count). A mode the platform refuses (the statement timeout) is
+ * reported as `failed` with its code. The last line is one JSON object.
  */
 import { performance } from 'node:perf_hooks'
 import { bundle, manifest, startHarness, type Harness } from '../../packages/platform/test/harness.ts'
@@ -93,7 +95,9 @@ function percentile(values: number[], p: number): number {
 
 interface Row { storage: string; path: string; rows: number; mode: string; searchP50: number; searchP99: number; floorP50: number; floorP99: number; ratioP50: number }
 
-async function benchStorage(storage: 'pglite' | 'postgres', results: Row[]): Promise<void> {
+type Failed = { storage: string; path: string; rows: number; mode: string; failed: string }
+
+async function benchStorage(storage: 'pglite' | 'postgres', results: (Row | Failed)[]): Promise<void> {
   const url = process.env.DATABASE_URL
   if (storage === 'pglite') delete process.env.DATABASE_URL
   let h: Harness
@@ -128,17 +132,24 @@ async function benchStorage(storage: 'pglite' | 'postgres', results: Row[]): Pro
         for (const mode of MODES) {
           const search: number[] = []
           const floor: number[] = []
-          for (let round = -1; round < rounds; round += 1) {
+          let failed: string | null = null
+          for (let round = -1; round < rounds && failed === null; round += 1) {
             const given = options(mode, Math.max(round, 0))
             let t0 = performance.now()
             const result = await h.platform.functions.run(fn, { input: { options: JSON.stringify(given) }, user: null })
             const searchMs = performance.now() - t0
-            if (!result.ok) throw new Error(`search failed: ${JSON.stringify(result)}`)
+            // A search the platform refuses (e.g. the statement timeout) is reported, not timed.
+            if (!result.ok) { failed = (result.error as { code?: string }).code ?? result.error.kind; break }
             const parts = searchStatement(namespace.schemaName, plan!, readSearchInput(plan!, given))
             t0 = performance.now()
             await h.t.db.query(`with ${parts.ctes.join(', ')} select ${parts.value} as hits`.replaceAll('$1', '($1::jsonb)'), [JSON.stringify(parts.params)])
             const floorMs = performance.now() - t0
             if (round >= 0) { search.push(searchMs); floor.push(floorMs) } // round -1 warms up
+          }
+          if (failed !== null) {
+            results.push({ storage, path, rows, mode, failed })
+            console.log(`${storage.padEnd(8)} ${path.padEnd(8)} ${String(rows).padStart(6)} ${mode.padEnd(8)} failed ${failed}`)
+            continue
           }
           const row: Row = {
             storage, path, rows, mode,
@@ -156,8 +167,9 @@ async function benchStorage(storage: 'pglite' | 'postgres', results: Row[]): Pro
   }
 }
 
-const results: Row[] = []
-await benchStorage('pglite', results)
-if (process.env.DATABASE_URL) await benchStorage('postgres', results)
+const STORAGES = (process.env.BENCH_SEARCH_STORAGES ?? 'pglite,postgres').split(',')
+const results: (Row | Failed)[] = []
+if (STORAGES.includes('pglite')) await benchStorage('pglite', results)
+if (STORAGES.includes('postgres') && process.env.DATABASE_URL) await benchStorage('postgres', results)
 console.log(JSON.stringify({ bench: 'search', dimensions: DIMENSIONS, results }))
 process.exit(0)
