@@ -5,25 +5,19 @@
 // the start and end times the consumer records in its own table), and both run its jobs. PostgreSQL only: PGlite
 // is one process's embedded database.
 import assert from 'node:assert/strict'
-import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { after, before, describe, test } from 'node:test'
 import { backend } from '../../test/test-db.ts'
 import { bundle, manifest, startHarness, type Harness } from '../../test/harness.ts'
+import { platformProcesses, type PlatformProcesses } from '../../test/platform-processes.ts'
 import { findAppBySlug, type App } from '../apps/apps.ts'
 import { findNamespace, type Namespace } from '../deploy/namespaces.ts'
 import type { QueueDeclaration } from '../manifest/index.ts'
 import { enqueueOnQueue } from './enqueue.ts'
 
 const SLUG = 'crashy'
-const REPO = fileURLToPath(new URL('../../../../', import.meta.url))
-const PROCESS_SCRIPT = fileURLToPath(new URL('./test-process.ts', import.meta.url))
 
 const QUEUES: QueueDeclaration[] = [
-  // Leases are the timeout plus 1 s (test-process.ts): long enough for a cold start on a busy machine.
+  // Leases are the timeout plus 1 s (test/platform-process.ts): long enough for a cold start on a busy machine.
   { name: 'crash', function: 'consume', concurrency: 4, maxAttempts: 3, retryDelaySeconds: 0, retryBackoff: false, timeoutSeconds: 8 },
   // Concurrency 3 over two processes of capacity 2: neither can run it alone (so both take
   // part), and together they could run 4 if the claim let them.
@@ -71,10 +65,6 @@ alter table runs enable row level security;
 create policy runs_system on runs for all using (auth.is_system()) with check (auth.is_system());
 `
 
-interface Child {
-  readonly process: ChildProcess
-  readonly exited: Promise<void>
-}
 
 async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 90_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
@@ -88,9 +78,7 @@ describe(`jobs across platform processes (${backend})`, { skip: backend !== 'pos
   let h: Harness
   let app: App
   let namespace: Namespace
-  let url: string
-  const bundlesDir = mkdtempSync(join(tmpdir(), 'service-jobs-processes-'))
-  const children: Child[] = []
+  let processes: PlatformProcesses
 
   before(async () => {
     h = await startHarness()
@@ -103,38 +91,14 @@ describe(`jobs across platform processes (${backend})`, { skip: backend !== 'pos
     assert.equal(res.status, 201, await res.text())
     app = (await findAppBySlug(h.t.db, SLUG))!
     namespace = (await findNamespace(h.t.db, app.id))!
-    const [{ name }] = (await h.t.db.query<{ name: string }>('select current_database() as name')) as [{ name: string }]
-    const target = new URL(process.env.DATABASE_URL!)
-    target.pathname = `/${name}`
-    url = target.toString()
+    processes = await platformProcesses(h)
   })
 
   after(async () => {
-    for (const child of children) {
-      if (child.process.exitCode === null && child.process.signalCode === null) child.process.kill('SIGKILL')
-      await child.exited
-    }
-    await h.close()
-    rmSync(bundlesDir, { recursive: true, force: true })
+    await processes?.close()
+    await h?.close()
   })
 
-  async function startProcess(capacity = 8): Promise<Child> {
-    const child = spawn(process.execPath, ['--import', 'tsx', PROCESS_SCRIPT, url, bundlesDir, String(capacity)], {
-      cwd: REPO, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, SERVICE_TEST_MASTER_KEY: Buffer.from(h.masterKey).toString('hex') },
-    })
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-    const record = { process: child, exited }
-    children.push(record)
-    await new Promise<void>((resolve, reject) => {
-      let out = ''
-      child.stdout!.on('data', (chunk: Buffer) => {
-        out += chunk.toString()
-        if (out.includes('ready\n')) resolve()
-      })
-      child.once('exit', (code) => reject(new Error(`the platform process exited (${code}) before it was ready`)))
-    })
-    return record
-  }
 
   async function enqueueMany(queue: QueueDeclaration, count: number, ms: number): Promise<string[]> {
     const ids: string[] = []
@@ -154,7 +118,7 @@ describe(`jobs across platform processes (${backend})`, { skip: backend !== 'pos
 
   test('a process killed during attempts: another finishes every job, each exactly once terminal, lost attempts counted once', async () => {
     const ids = await enqueueMany(QUEUES[0]!, 12, 1500)
-    const doomed = await startProcess()
+    const doomed = await processes.start('jobs', 8)
     await waitFor('attempts in progress', async () =>
       (await h.t.db.query(`select 1 from app_crashy.runs where queue = 'crash' and not ended`)).length >= 2)
     doomed.process.kill('SIGKILL')
@@ -162,7 +126,7 @@ describe(`jobs across platform processes (${backend})`, { skip: backend !== 'pos
     const cut = await h.t.db.query<{ job_id: string; attempt: number }>(`select job_id, attempt from app_crashy.runs where queue = 'crash' and not ended`)
     assert.ok(cut.length >= 1, 'the kill interrupted at least one attempt')
 
-    const survivor = await startProcess()
+    const survivor = await processes.start('jobs', 8)
     await waitFor('every job to end', async () => (await states(ids)).every((job) => job.state === 'succeeded' || job.state === 'dead_lettered'))
     survivor.process.kill('SIGTERM')
     await survivor.exited
@@ -186,7 +150,7 @@ describe(`jobs across platform processes (${backend})`, { skip: backend !== 'pos
   })
 
   test('two processes together never run more of a queue at once than its concurrency, and both run its jobs', async () => {
-    const pids = [(await startProcess(2)).process.pid, (await startProcess(2)).process.pid]
+    const pids = [(await processes.start('jobs', 2)).process.pid, (await processes.start('jobs', 2)).process.pid]
     const ids = await enqueueMany(QUEUES[1]!, 12, 400)
     const owners = new Set<string>()
     await waitFor('every job to succeed', async () => {

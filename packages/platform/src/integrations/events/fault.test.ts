@@ -7,20 +7,14 @@
 // the duplicates (handler runs beyond one per event and binding, and completed runs beyond
 // one) are counted and reported. PostgreSQL only: PGlite is one process's embedded database.
 import assert from 'node:assert/strict'
-import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { after, before, describe, test } from 'node:test'
 import { backend } from '../../../test/test-db.ts'
 import { manifest, ownerApi, startHarness, type Harness } from '../../../test/harness.ts'
+import { platformProcesses, type PlatformProcesses } from '../../../test/platform-processes.ts'
 import { consumerManifest, createTestConnection, deployApp, ORDER_CREATED, ordersContract } from '../../../test/integration-fixture.ts'
 import { findAppBySlug } from '../../apps/apps.ts'
 import { createProviderInvoker } from '../../functions/provider-invoker.ts'
 
-const REPO = fileURLToPath(new URL('../../../../../', import.meta.url))
-const PROCESS_SCRIPT = fileURLToPath(new URL('./test-process.ts', import.meta.url))
 const EVENTS = 24
 
 const PROVIDER = `functions:
@@ -80,10 +74,6 @@ alter table runs enable row level security;
 create policy runs_system on runs for all using (auth.is_system()) with check (auth.is_system());
 `
 
-interface Child {
-  readonly process: ChildProcess
-  readonly exited: Promise<void>
-}
 
 async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
@@ -95,11 +85,9 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 
 
 describe(`integration events across platform process crashes and deploys (${backend})`, { skip: backend !== 'postgres' && 'needs PostgreSQL (PGlite is one process)' }, () => {
   let h: Harness
-  let url: string
+  let processes: PlatformProcesses
   let token: string
   let aliceId: string
-  const bundlesDir = mkdtempSync(join(tmpdir(), 'service-events-processes-'))
-  const children: Child[] = []
 
   function consumerFiles(slug: string, slot: string, version: number): Record<string, string> {
     return {
@@ -120,38 +108,14 @@ describe(`integration events across platform process crashes and deploys (${back
       assert.equal((await h.request('/v1/apps', { token, json: { slug, visibility: 'private' } })).status, 201)
       await deployApp(h, token, slug, consumerFiles(slug, slot, 1))
     }
-    const [{ name }] = (await h.t.db.query<{ name: string }>('select current_database() as name')) as [{ name: string }]
-    const target = new URL(process.env.DATABASE_URL!)
-    target.pathname = `/${name}`
-    url = target.toString()
+    processes = await platformProcesses(h)
   })
 
   after(async () => {
-    for (const child of children) {
-      if (child.process.exitCode === null && child.process.signalCode === null) child.process.kill('SIGKILL')
-      await child.exited
-    }
-    await h.close()
-    rmSync(bundlesDir, { recursive: true, force: true })
+    await processes?.close()
+    await h?.close()
   })
 
-  async function startProcess(capacity = 4): Promise<Child> {
-    const child = spawn(process.execPath, ['--import', 'tsx', PROCESS_SCRIPT, url, bundlesDir, String(capacity)], {
-      cwd: REPO, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, SERVICE_TEST_MASTER_KEY: Buffer.from(h.masterKey).toString('hex') },
-    })
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-    const record = { process: child, exited }
-    children.push(record)
-    await new Promise<void>((resolve, reject) => {
-      let out = ''
-      child.stdout!.on('data', (chunk: Buffer) => {
-        out += chunk.toString()
-        if (out.includes('ready\n')) resolve()
-      })
-      child.once('exit', (code) => reject(new Error(`the platform process exited (${code}) before it was ready`)))
-    })
-    return record
-  }
 
   async function runs(): Promise<{ app: string; event_id: string; binding_id: string; version: number; state: string }[]> {
     return await h.t.db.query(
@@ -178,7 +142,7 @@ describe(`integration events across platform process crashes and deploys (${back
     assert.ok(emitted.ok, JSON.stringify(emitted))
     assert.deepEqual(emitted.value, [...events.map(() => 2), 0, 0, 0, 0, 0], 'two new deliveries per event; re-emitted ones none')
 
-    const doomed = await startProcess()
+    const doomed = await processes.start('events', 4)
     // Handlers asleep (events that do not fail take 1.5 s), so the kill lands while they run.
     const sleeping = (run: { event_id: string; state: string }) => run.state === 'started' && Number(run.event_id.split('-')[1]) % 3 !== 0
     await waitFor('handlers in progress', async () => (await runs()).filter(sleeping).length >= 2)
@@ -190,7 +154,7 @@ describe(`integration events across platform process crashes and deploys (${back
     // A deploy while deliveries are pending (some leased by the dead process).
     await deployApp(h, token, 'desk', consumerFiles('desk', 'orders', 2))
     await deployApp(h, token, 'ledger', consumerFiles('ledger', 'shop', 2))
-    const survivor = await startProcess()
+    const survivor = await processes.start('events', 4)
     // And one while the survivor delivers.
     await waitFor('the survivor to deliver', async () =>
       (await h.t.db.query(`select 1 from platform.integration_event_deliveries where state = 'delivered'`)).length >= 4)
