@@ -44,6 +44,7 @@ import {
   type ClaimedJob,
   type JobError,
 } from './queries.ts'
+import { settledWithin } from '../lib/settle.ts'
 
 export interface DispatcherOptions {
   /** Most attempts this process runs at once. Default 32. */
@@ -416,12 +417,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       // A pass or a write of successes in flight may still claim: wait for it, so that every
       // attempt this process starts is in `inFlight` below.
       while (passing || flushing) await new Promise((resolve) => setTimeout(resolve, 5))
-      let timer: ReturnType<typeof setTimeout> | undefined
-      await Promise.race([
-        Promise.allSettled([...inFlight]),
-        new Promise((resolve) => (timer = setTimeout(resolve, deps.stopGraceMs ?? 20_000))),
-      ])
-      clearTimeout(timer)
+      await settledWithin([...inFlight], deps.stopGraceMs ?? 20_000)
     },
 
     async runDue() {

@@ -38,6 +38,7 @@ import {
   selectSlot, type ClaimedDelivery, type DeliveryError,
 } from './queries.ts'
 import { bindingReceives, receivingFacts, slotHandler, type Refusal } from './subscription.ts'
+import { settledWithin } from '../../lib/settle.ts'
 
 /**
  * The wait after each failed attempt, in seconds: 10 s, 30 s, 1, 2, 5, 10, 20, 30, 45 and
@@ -281,12 +282,7 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
       clearInterval(purgeTimer)
       await unlisten?.().catch(() => {})
       while (passing) await new Promise((resolve) => setTimeout(resolve, 5))
-      let timer: ReturnType<typeof setTimeout> | undefined
-      await Promise.race([
-        Promise.allSettled([...inFlight]),
-        new Promise((resolve) => (timer = setTimeout(resolve, deps.stopGraceMs ?? 20_000))),
-      ])
-      clearTimeout(timer)
+      await settledWithin([...inFlight], deps.stopGraceMs ?? 20_000)
     },
 
     async runDue() {

@@ -39,6 +39,7 @@ import { findConnection } from '../connections/index.ts'
 import { bindingStanding } from '../bindings/index.ts'
 import { runSync, SYNC_TIMEOUT_MS, type SyncRunDeps } from './run.ts'
 import { claimSync, insertSync, moveSync, selectCandidates, selectCountedBindings, type CandidateRow } from './queries.ts'
+import { settledWithin } from '../../lib/settle.ts'
 
 export interface SyncSchedulerOptions {
   /** Longest wait between ticks; ticks also run just after each minute boundary. Default 15 000. */
@@ -213,9 +214,7 @@ export function createSyncScheduler(deps: SyncSchedulerDeps): SyncScheduler {
       stopped = true
       clearTimeout(timer)
       await ticking
-      let wait: ReturnType<typeof setTimeout> | undefined
-      await Promise.race([idle(), new Promise((resolve) => { wait = setTimeout(resolve, deps.stopGraceMs ?? 5_000) })])
-      clearTimeout(wait)
+      await settledWithin([idle()], deps.stopGraceMs ?? 5_000)
       if (inFlight.size > 0) logger.warn('integration sync: runs still in progress at shutdown are left to their leases', { runs: inFlight.size })
     },
     tick,
