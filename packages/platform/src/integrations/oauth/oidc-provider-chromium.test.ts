@@ -35,9 +35,9 @@ import { manifest, type Harness } from '../../../test/harness.ts'
 import { consumerManifest, deployApp } from '../../../test/integration-fixture.ts'
 import { browserSuite, signInAt, WAIT_MS, type BrowserHarness } from '../../../test/browser.ts'
 import { findChromium } from '../../../../../scripts/find-chromium.mjs'
-import { startPlatform, startSecondProcess } from './test-platform.ts'
+import { OIDC_CLIENT_ID, oidcProviderFunctions, startPlatform, startSecondProcess } from './test-platform.ts'
 
-const CLIENT_ID = 'crm-client'
+const CLIENT_ID = OIDC_CLIENT_ID
 const CLIENT_SECRET = `client-secret-${randomBytes(8).toString('hex')}`
 /** The person, at the platform and at the authorization server. */
 const PERSON = 'bob@acme.test'
@@ -62,7 +62,7 @@ function providerApp(issuer: string): Record<string, string> {
   CRM_CLIENT_SECRET: required
 functions:
   - name: whoAmI
-    entrypoint: functions/who-am-i.ts
+    entrypoint: functions/account.ts
     access: system
   - name: swapCode
     entrypoint: functions/swap.ts
@@ -91,51 +91,7 @@ provides:
         function: whoAmI
         description: The signed-in account at the CRM
 `, 'private'),
-    'functions/token.ts': `import { errors } from '@service/server'
-export async function token(params: Record<string, string>, secret: string | null) {
-  const res = await fetch('${issuer}/token', {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ ...params, client_id: '${CLIENT_ID}', client_secret: secret ?? '' }),
-  })
-  const body = await res.json()
-  if (res.status !== 200) {
-    if (body.error === 'invalid_grant') throw errors.unauthorized('INVALID_GRANT', 'the server refused the grant')
-    throw errors.badRequest('TOKEN_REFUSED', 'the server refused: ' + body.error)
-  }
-  return { accessToken: body.access_token, refreshToken: body.refresh_token, expiresIn: body.expires_in }
-}
-`,
-    'functions/swap.ts': `import { defineFunction, object, optional, string } from '@service/server'
-import { token } from './token.ts'
-export default defineFunction({
-  input: object({ code: string(), redirectUri: string(), codeVerifier: optional(string()) }),
-  async handler({ input, secrets }) {
-    return token({ grant_type: 'authorization_code', code: input.code, redirect_uri: input.redirectUri, code_verifier: input.codeVerifier ?? '' },
-      await secrets.get('CRM_CLIENT_SECRET'))
-  },
-})
-`,
-    'functions/renew.ts': `import { defineFunction, object, string } from '@service/server'
-import { token } from './token.ts'
-export default defineFunction({
-  input: object({ refreshToken: string() }),
-  async handler({ input, secrets }) {
-    return token({ grant_type: 'refresh_token', refresh_token: input.refreshToken }, await secrets.get('CRM_CLIENT_SECRET'))
-  },
-})
-`,
-    'functions/who-am-i.ts': `import { defineFunction, errors, object } from '@service/server'
-export default defineFunction({
-  input: object({}),
-  async handler({ secrets }) {
-    const res = await fetch('${issuer}/me', { headers: { authorization: 'Bearer ' + await secrets.get('OAUTH_ACCESS_TOKEN') } })
-    if (res.status === 401) throw errors.unauthorized('TOKEN_REJECTED', 'the server rejected the token')
-    const body = await res.json()
-    return { sub: body.sub }
-  },
-})
-`,
+    ...oidcProviderFunctions(issuer),
   }
 }
 

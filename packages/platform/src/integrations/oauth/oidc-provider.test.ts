@@ -28,65 +28,14 @@ import { CookieClient, field } from '../../../test/cookie-client.ts'
 import { AUTH } from '../../../test/sign-in-flow.ts'
 import { capturedLog, type CapturedLog } from '../../../test/captured-log.ts'
 import type { InvokeProvider, ProviderResult } from '../provider-invocation.ts'
-import { startPlatform } from './test-platform.ts'
+import { OIDC_CLIENT_ID, oidcProviderFunctions, startPlatform } from './test-platform.ts'
 import { signedInBrowser } from '../../../test/sign-in-flow.ts'
 import { findAppBySlug } from '../../apps/apps.ts'
 
 const CALLBACK = `${BASE}/v1/custom-integrations/oauth/callback`
-const CLIENT_ID = 'crm-client'
+const CLIENT_ID = OIDC_CLIENT_ID
 const CLIENT_SECRET = `client-secret-${randomBytes(8).toString('hex')}`
 
-/** The provider app's exchange and refresh Functions, as a provider writes them (bundle files). */
-function tokenFunctions(issuer: string): Record<string, string> {
-  return {
-    'functions/token.ts': `import { errors } from '@service/server'
-export async function token(params: Record<string, string>, secret: string | null) {
-  const res = await fetch('${issuer}/token', {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ ...params, client_id: '${CLIENT_ID}', client_secret: secret ?? '' }),
-  })
-  const body = await res.json()
-  if (res.status !== 200) {
-    if (body.error === 'invalid_grant') throw errors.unauthorized('INVALID_GRANT', 'the server refused the grant')
-    throw errors.badRequest('TOKEN_REFUSED', 'the server refused: ' + body.error)
-  }
-  return { accessToken: body.access_token, refreshToken: body.refresh_token, expiresIn: body.expires_in }
-}
-`,
-    'functions/swap.ts': `import { defineFunction, object, optional, string } from '@service/server'
-import { token } from './token.ts'
-export default defineFunction({
-  input: object({ code: string(), redirectUri: string(), codeVerifier: optional(string()) }),
-  async handler({ input, secrets }) {
-    return token({ grant_type: 'authorization_code', code: input.code, redirect_uri: input.redirectUri, code_verifier: input.codeVerifier ?? '' },
-      await secrets.get('CRM_CLIENT_SECRET'))
-  },
-})
-`,
-    'functions/renew.ts': `import { defineFunction, object, string } from '@service/server'
-import { token } from './token.ts'
-export default defineFunction({
-  input: object({ refreshToken: string() }),
-  async handler({ input, secrets }) {
-    return token({ grant_type: 'refresh_token', refresh_token: input.refreshToken }, await secrets.get('CRM_CLIENT_SECRET'))
-  },
-})
-`,
-    // The operation reads the access token under its declared name and calls the server with it.
-    'functions/list.ts': `import { defineFunction, errors, object } from '@service/server'
-export default defineFunction({
-  input: object({}),
-  async handler({ secrets }) {
-    const res = await fetch('${issuer}/me', { headers: { authorization: 'Bearer ' + await secrets.get('OAUTH_ACCESS_TOKEN') } })
-    if (res.status === 401) throw errors.unauthorized('TOKEN_REJECTED', 'the server rejected the token')
-    const body = await res.json()
-    return { sub: body.sub }
-  },
-})
-`,
-  }
-}
 
 const CONSUMER = consumerManifest({ function: 'callCrm', slots: { crm: { integration: 'contacts', capabilities: ['contacts.read'] } } })
 
@@ -233,7 +182,7 @@ for (const variant of ['deno', 'node'] as const) describe(`OAuth against a real 
   CRM_CLIENT_SECRET: required
 functions:
   - name: listContacts
-    entrypoint: functions/list.ts
+    entrypoint: functions/account.ts
     access: system
   - name: swapCode
     entrypoint: functions/swap.ts
@@ -262,7 +211,7 @@ provides:
         function: listContacts
         description: Lists contacts
 `, 'private'),
-      ...tokenFunctions(issuer),
+      ...oidcProviderFunctions(issuer),
     })
     const secret = await h.request('/v1/apps/crm/secrets/CRM_CLIENT_SECRET', { method: 'PUT', token: alice.token, json: { value: CLIENT_SECRET } })
     assert.ok(secret.status === 200 || secret.status === 201, await secret.text())

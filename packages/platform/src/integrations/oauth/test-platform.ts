@@ -69,3 +69,62 @@ export async function startSecondProcess(
   const pool = openPostgres({ url: h.t.url, maxConnections: 4 })
   return startPlatform({ db: pool, cleanup: () => pool.close() }, { ...input, clock: h.clock, operatorKey: h.operatorKey })
 }
+
+/** The client the oidc-provider tests register, and their provider apps declare. */
+export const OIDC_CLIENT_ID = 'crm-client'
+
+/**
+ * The provider app's Functions for the oidc-provider tests, as a provider writes them (bundle
+ * files): `functions/swap.ts` and `functions/renew.ts` call the server's token endpoint with
+ * the client secret (`CRM_CLIENT_SECRET`); `functions/account.ts`, an operation, calls its
+ * `/me` with the access token under the default name.
+ */
+export function oidcProviderFunctions(issuer: string): Record<string, string> {
+  return {
+    'functions/token.ts': `import { errors } from '@service/server'
+export async function token(params: Record<string, string>, secret: string | null) {
+  const res = await fetch('${issuer}/token', {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ ...params, client_id: '${OIDC_CLIENT_ID}', client_secret: secret ?? '' }),
+  })
+  const body = await res.json()
+  if (res.status !== 200) {
+    if (body.error === 'invalid_grant') throw errors.unauthorized('INVALID_GRANT', 'the server refused the grant')
+    throw errors.badRequest('TOKEN_REFUSED', 'the server refused: ' + body.error)
+  }
+  return { accessToken: body.access_token, refreshToken: body.refresh_token, expiresIn: body.expires_in }
+}
+`,
+    'functions/swap.ts': `import { defineFunction, object, optional, string } from '@service/server'
+import { token } from './token.ts'
+export default defineFunction({
+  input: object({ code: string(), redirectUri: string(), codeVerifier: optional(string()) }),
+  async handler({ input, secrets }) {
+    return token({ grant_type: 'authorization_code', code: input.code, redirect_uri: input.redirectUri, code_verifier: input.codeVerifier ?? '' },
+      await secrets.get('CRM_CLIENT_SECRET'))
+  },
+})
+`,
+    'functions/renew.ts': `import { defineFunction, object, string } from '@service/server'
+import { token } from './token.ts'
+export default defineFunction({
+  input: object({ refreshToken: string() }),
+  async handler({ input, secrets }) {
+    return token({ grant_type: 'refresh_token', refresh_token: input.refreshToken }, await secrets.get('CRM_CLIENT_SECRET'))
+  },
+})
+`,
+    'functions/account.ts': `import { defineFunction, errors, object } from '@service/server'
+export default defineFunction({
+  input: object({}),
+  async handler({ secrets }) {
+    const res = await fetch('${issuer}/me', { headers: { authorization: 'Bearer ' + await secrets.get('OAUTH_ACCESS_TOKEN') } })
+    if (res.status === 401) throw errors.unauthorized('TOKEN_REJECTED', 'the server rejected the token')
+    const body = await res.json()
+    return { sub: body.sub }
+  },
+})
+`,
+  }
+}
