@@ -29,7 +29,7 @@ export { cliLoginPages, cliLoginRoutes, meTokenRoutes } from './cli-login/routes
 export { onboardingRoutes } from './companies/onboarding-routes.ts'
 export { organisationRoutes } from './companies/organisation-routes.ts'
 export { LIFETIMES } from './lifetimes.ts'
-export { browserSession, confirmFirstPage, pageErrorHandler, signInFirst } from './pages/auth-pages.ts'
+export { browserSession, confirmedPerson, confirmFirstPage, pageErrorHandler, signInFirst } from './pages/auth-pages.ts'
 export { clearCookie, readCookie, writeCookie } from './pages/cookies.ts'
 export { csrfToken, readForm } from './pages/forms.ts'
 export type { CookieOptions } from './pages/cookies.ts'

@@ -11,6 +11,7 @@ import { ServiceError } from '../../lib/errors.ts'
 import { escapeHtml, page } from '../../lib/html.ts'
 import { sessionFromCookie, type ActiveSession } from '../sessions/sessions.ts'
 import { readCookie, type CookieOptions } from './cookies.ts'
+import type { User } from '../accounts/users.ts'
 
 /**
  * Error handling for auth-host pages: expected failures become a page a person can act on,
@@ -35,6 +36,28 @@ export function browserSession(c: Context, deps: { db: Db; clock: Clock; cookies
 /** Sends the browser to sign-in and back to `path` (a path on the auth host). */
 export function signInFirst(c: Context, path: string): Response {
   return c.redirect(`/sign-in?continue=${encodeURIComponent(path)}`, 302)
+}
+
+/**
+ * The signed-in person with a confirmed email, or the response that sends them there: sign-in
+ * and back to `returnTo` for a GET (a form post without a session fails AUTH_REQUIRED), the
+ * confirm-first page for an unconfirmed account. For the pages of features built on identity
+ * (connections, bindings, the integration page).
+ *
+ * @example
+ * const user = await confirmedPerson(c, deps, '/connections')
+ * if (user instanceof Response) return user
+ */
+export async function confirmedPerson(
+  c: Context, deps: { db: Db; clock: Clock; cookies: CookieOptions }, returnTo: string,
+): Promise<User | Response> {
+  const active = await browserSession(c, deps)
+  if (!active) {
+    if (c.req.method !== 'GET') throw new ServiceError('AUTH_REQUIRED', 'sign in, then open the page again')
+    return signInFirst(c, returnTo)
+  }
+  if (!active.user.emailConfirmedAt) return confirmFirstPage(c, active.user.email)
+  return active.user
 }
 
 /** A page for an unconfirmed account (owner-only actions need a confirmed email, spec 5.2). */

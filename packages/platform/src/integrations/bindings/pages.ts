@@ -16,7 +16,7 @@ import { escapeHtml, hidden, page } from '../../lib/html.ts'
 import type { HostUrls } from '../../http/hosts.ts'
 import { findAppByIdOrSlug, type App } from '../../apps/apps.ts'
 import {
-  browserSession, confirmFirstPage, csrfToken, pageErrorHandler, readForm, signInFirst, type CookieOptions, type User,
+  confirmedPerson, csrfToken, pageErrorHandler, readForm, type CookieOptions, type User,
 } from '../../identity/index.ts'
 import { findPublishedIntegration, type ConnectionKeyring, type PublishedIntegration } from '../connections/index.ts'
 // The connections feature's page-only operation (creating a connection from entered values).
@@ -44,15 +44,6 @@ export function connectAndBindPath(input: { app: string; slot: string }): string
   return `/integrations/connect?app=${encodeURIComponent(input.app)}&slot=${encodeURIComponent(input.slot)}`
 }
 
-async function person(c: Context, deps: BindPageDeps, returnTo: string): Promise<User | Response> {
-  const active = await browserSession(c, deps)
-  if (!active) {
-    if (c.req.method !== 'GET') throw new ServiceError('AUTH_REQUIRED', 'sign in, then open the page again')
-    return signInFirst(c, returnTo)
-  }
-  if (!active.user.emailConfirmedAt) return confirmFirstPage(c, active.user.email)
-  return active.user
-}
 
 /** The consumer app, its calling_user slot and the integration it uses, as the person may see them. */
 async function target(deps: BindPageDeps, input: { user: User; app: string; slot: string }): Promise<{ app: App; slot: IntegrationSlot; integration: PublishedIntegration }> {
@@ -117,7 +108,7 @@ export function bindPages(deps: BindPageDeps) {
   routes.get('/integrations/connect', async (c) => {
     const appName = c.req.query('app') ?? ''
     const slotName = c.req.query('slot') ?? ''
-    const user = await person(c, deps, connectAndBindPath({ app: appName, slot: slotName }))
+    const user = await confirmedPerson(c, deps, connectAndBindPath({ app: appName, slot: slotName }))
     if (user instanceof Response) return user
     const { app, integration } = await target(deps, { user, app: appName, slot: slotName })
     return bindPage(c, { deps, user, app, slotName, integration })
@@ -125,7 +116,7 @@ export function bindPages(deps: BindPageDeps) {
 
   routes.post('/integrations/connect', async (c) => {
     const values = await readForm(c, { origin: deps.urls.auth, cookies: deps.cookies })
-    const user = await person(c, deps, '/')
+    const user = await confirmedPerson(c, deps, '/')
     if (user instanceof Response) return user
     const slotName = values.slot ?? ''
     const { app, integration } = await target(deps, { user, app: values.app ?? '', slot: slotName })

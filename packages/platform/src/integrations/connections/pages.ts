@@ -19,7 +19,7 @@ import { ServiceError } from '../../lib/errors.ts'
 import { escapeHtml, hidden, page } from '../../lib/html.ts'
 import type { HostUrls } from '../../http/hosts.ts'
 import {
-  browserSession, confirmFirstPage, csrfToken, mayUseIntegration, pageErrorHandler, readForm, signInFirst, type CookieOptions, type User,
+  confirmedPerson, csrfToken, mayUseIntegration, pageErrorHandler, readForm, type CookieOptions, type User,
 } from '../../identity/index.ts'
 import {
   connectableKinds, createConnection, findPublishedIntegration, managedConnection, readWebhookToken, removeConnection, replaceCredentials,
@@ -177,16 +177,6 @@ function oauthNotYet(c: Context, integration: PublishedIntegration): Response {
   { status: 501 })
 }
 
-/** The signed-in person with a confirmed email, or the response that sends them there. */
-async function person(c: Context, deps: ConnectionPageDeps, returnTo: string): Promise<User | Response> {
-  const active = await browserSession(c, deps)
-  if (!active) {
-    if (c.req.method !== 'GET') throw new ServiceError('AUTH_REQUIRED', 'sign in, then open the page again')
-    return signInFirst(c, returnTo)
-  }
-  if (!active.user.emailConfirmedAt) return confirmFirstPage(c, active.user.email)
-  return active.user
-}
 
 export function connectionPages(deps: ConnectionPageDeps) {
   const routes = new Hono()
@@ -195,7 +185,7 @@ export function connectionPages(deps: ConnectionPageDeps) {
   routes.get('/connections/new', async (c) => {
     const app = c.req.query('app') ?? ''
     const name = c.req.query('integration') ?? ''
-    const user = await person(c, deps, connectPagePath({ app, integration: name }))
+    const user = await confirmedPerson(c, deps, connectPagePath({ app, integration: name }))
     if (user instanceof Response) return user
     const integration = await findPublishedIntegration(deps.db, { app, integration: name, actor: user })
     if (integration.oauth && !deps.oauth) return oauthNotYet(c, integration)
@@ -207,7 +197,7 @@ export function connectionPages(deps: ConnectionPageDeps) {
 
   routes.post('/connections/new', async (c) => {
     const values = await readForm(c, { origin: deps.urls.auth, cookies: deps.cookies })
-    const user = await person(c, deps, '/')
+    const user = await confirmedPerson(c, deps, '/')
     if (user instanceof Response) return user
     const integration = await findPublishedIntegration(deps.db, { app: values.app ?? '', integration: values.integration ?? '', actor: user })
     if (integration.oauth && !deps.oauth) return oauthNotYet(c, integration)
@@ -234,7 +224,7 @@ export function connectionPages(deps: ConnectionPageDeps) {
 
   routes.get('/connections/:id', async (c) => {
     const id = c.req.param('id')
-    const user = await person(c, deps, `/connections/${encodeURIComponent(id)}`)
+    const user = await confirmedPerson(c, deps, `/connections/${encodeURIComponent(id)}`)
     if (user instanceof Response) return user
     const connection = await managedConnection(deps.db, { actor: user, id })
     return managePage(c, { deps, user, connection })
@@ -242,7 +232,7 @@ export function connectionPages(deps: ConnectionPageDeps) {
 
   routes.post('/connections/:id/credentials', async (c) => {
     const values = await readForm(c, { origin: deps.urls.auth, cookies: deps.cookies })
-    const user = await person(c, deps, '/')
+    const user = await confirmedPerson(c, deps, '/')
     if (user instanceof Response) return user
     const before = await managedConnection(deps.db, { actor: user, id: c.req.param('id') })
     const integration = await findPublishedIntegration(deps.db, { app: before.providerAppId, integration: before.integration, actor: user })
@@ -261,7 +251,7 @@ export function connectionPages(deps: ConnectionPageDeps) {
 
   routes.post('/connections/:id/remove', async (c) => {
     await readForm(c, { origin: deps.urls.auth, cookies: deps.cookies })
-    const user = await person(c, deps, '/')
+    const user = await confirmedPerson(c, deps, '/')
     if (user instanceof Response) return user
     const id = c.req.param('id')
     await removeConnection(deps.db, { actor: user, id })

@@ -23,8 +23,8 @@ import type { HostUrls } from '../../http/hosts.ts'
 import { findAppByIdOrSlug, type App } from '../../apps/apps.ts'
 import type { IntegrationContract } from '../../manifest/index.ts'
 import {
-  browserSession, confirmFirstPage, csrfToken, findUserById, mayChangeIntegrationAudience, mayUseIntegration, pageErrorHandler, readForm,
-  readIntegrationAudience, setIntegrationAudience, signInFirst, type CookieOptions, type IntegrationAudience, type User,
+  confirmedPerson, csrfToken, findUserById, mayChangeIntegrationAudience, mayUseIntegration, pageErrorHandler,
+  readForm, readIntegrationAudience, setIntegrationAudience, type CookieOptions, type IntegrationAudience, type User,
 } from '../../identity/index.ts'
 import { connectPagePath, managesConnection, toConnection, type Connection } from '../connections/index.ts'
 import { STATUS_TEXT } from '../connections/pages.ts'
@@ -51,16 +51,6 @@ interface ProviderIntegration {
   readonly standing: Standing
 }
 
-/** The signed-in person with a confirmed email, or the response that sends them there. */
-async function person(c: Context, deps: ProviderPageDeps, returnTo: string): Promise<User | Response> {
-  const active = await browserSession(c, deps)
-  if (!active) {
-    if (c.req.method !== 'GET') throw new ServiceError('AUTH_REQUIRED', 'sign in, then open the page again')
-    return signInFirst(c, returnTo)
-  }
-  if (!active.user.emailConfirmedAt) return confirmFirstPage(c, active.user.email)
-  return active.user
-}
 
 /**
  * The integration the app's active release declares, with what `user` may do with it; the
@@ -204,7 +194,7 @@ export function providerPages(deps: ProviderPageDeps) {
 
   routes.get('/apps/:app/integration', async (c) => {
     const ref = c.req.param('app')
-    const user = await person(c, deps, integrationPagePath(ref))
+    const user = await confirmedPerson(c, deps, integrationPagePath(ref))
     if (user instanceof Response) return user
     const target = await providerIntegration(deps.db, { user, app: ref })
     return integrationPage(c, { deps, user, target })
@@ -212,7 +202,7 @@ export function providerPages(deps: ProviderPageDeps) {
 
   routes.post('/apps/:app/integration/audience', async (c) => {
     const values = await readForm(c, { origin: deps.urls.auth, cookies: deps.cookies })
-    const user = await person(c, deps, '/')
+    const user = await confirmedPerson(c, deps, '/')
     if (user instanceof Response) return user
     const target = await providerIntegration(deps.db, { user, app: c.req.param('app') })
     if (target.standing !== 'administer') {
