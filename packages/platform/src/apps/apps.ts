@@ -7,7 +7,7 @@ import { first, type Db, type Queryable } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
 import { ServiceError } from '../lib/errors.ts'
 import { isAppSlug, isUuid } from '../lib/ids.ts'
-import { createNotifiedCache } from '../lib/notified-cache.ts'
+import { createNotifiedCache } from '../db/notified-cache.ts'
 
 export type Visibility = 'public' | 'private'
 export type AppStatus = 'active' | 'paused' | 'suspended' | 'archived'
@@ -165,7 +165,7 @@ export async function findAppByDomain(db: Queryable, domain: string): Promise<Ap
  * (status, visibility, release, owner, company), its custom domains, its access tokens, its
  * owner's account.
  * Whoever changes one announces it in the same transaction (`announceChange` in
- * lib/notified-cache.ts) and calls `dropLocal(db, APP_CHANGED)` after the commit.
+ * db/notified-cache.ts) and calls `dropLocal(db, APP_CHANGED)` after the commit.
  */
 export const APP_CHANGED = 'platform_app_changed'
 
@@ -180,7 +180,7 @@ export interface AppDirectory {
 
 /**
  * Apps by slug and by custom domain for the request path, cached in process (see
- * lib/notified-cache.ts): one cache, keyed `slug:` or `domain:`, emptied by any APP_CHANGED
+ * db/notified-cache.ts): one cache, keyed `slug:` or `domain:`, emptied by any APP_CHANGED
  * notice, which a change to an app or to its custom domains sends.
  */
 export function createAppDirectory(deps: { db: Db; clock: Clock; maxEntries?: number }): AppDirectory {

@@ -10,7 +10,7 @@
 import type { Db, Queryable } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
 import { ServiceError } from '../lib/errors.ts'
-import { announceChange, dropLocal } from '../lib/notified-cache.ts'
+import { announceChange, dropLocal } from '../db/notified-cache.ts'
 import { isDomainName, type HostUrls } from '../http/hosts.ts'
 import { APP_CHANGED, type App, type AppOwner } from './apps.ts'
 

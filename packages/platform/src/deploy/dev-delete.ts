@@ -5,7 +5,7 @@
  */
 import type { Db } from '../db/db.ts'
 import { ServiceError } from '../lib/errors.ts'
-import { announceChange, dropLocal } from '../lib/notified-cache.ts'
+import { announceChange, dropLocal } from '../db/notified-cache.ts'
 import { SECRET_CHANGED } from '../secrets/index.ts'
 import { dropNamespace, findNamespace } from './namespaces.ts'
 

@@ -19,7 +19,7 @@ import { openPostgres } from '../db/postgres.ts'
 import { createApp, findAppBySlug } from '../apps/apps.ts'
 import { deployBundle } from '../deploy/deploy.ts'
 import { confirmEmail, createAppToken, createUser, enforceConfirmationDeadlines, findUserById } from '../identity/index.ts'
-import { isPing } from '../lib/notified-cache.ts'
+import { isPing } from '../db/notified-cache.ts'
 import { eventually } from '../../test/eventually.ts'
 
 /**

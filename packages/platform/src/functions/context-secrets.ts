@@ -9,14 +9,14 @@
  * bytes), so the worker's diagnostics can be redacted synchronously and a value rotated
  * after a Function cached it is still redacted; asynchronous paths (stored logs, failures)
  * add the namespace's current values from the store. Those are cached per namespace and
- * dropped on every secret change (SECRET_CHANGED notices, lib/notified-cache.ts), and the
+ * dropped on every secret change (SECRET_CHANGED notices, db/notified-cache.ts), and the
  * redactor built from them is kept until either set changes, so a log line costs no query
  * and no decryption.
  */
 import type { Db } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
 import { ServiceError } from '../lib/errors.ts'
-import { createNotifiedCache } from '../lib/notified-cache.ts'
+import { createNotifiedCache } from '../db/notified-cache.ts'
 import { createRedactor, SECRET_CHANGED, type Redactor, type SecretScope, type SecretStore } from '../secrets/index.ts'
 import { selectDeclaredSecrets } from '../secrets/queries.ts'
 

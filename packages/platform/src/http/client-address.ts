@@ -7,7 +7,7 @@ import type { Context, MiddlewareHandler } from 'hono'
 import { getConnInfo } from '@hono/node-server/conninfo'
 import type { Queryable } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
-import { createRateLimiter, rateLimited, type RateRule } from '../lib/rate-limit.ts'
+import { createRateLimiter, rateLimited, type RateRule } from '../db/rate-limit.ts'
 
 export function clientAddress(c: Context, trustProxy = false): string {
   if (trustProxy) {

@@ -10,7 +10,7 @@ import type { Db } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
 import { decrypt, encrypt } from '../lib/encryption.ts'
 import { ServiceError } from '../lib/errors.ts'
-import { announceChange, dropLocal } from '../lib/notified-cache.ts'
+import { announceChange, dropLocal } from '../db/notified-cache.ts'
 import type { SecretScope } from './scope.ts'
 import { countSecrets, deleteSecret, storedValueBytes, lockScope, selectSecret, selectSecrets, upsertSecret } from './queries.ts'
 

@@ -8,7 +8,7 @@ import { first, type Queryable } from '../../db/db.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { newSecret, sha256 } from '../../lib/crypto.ts'
 import { userFromRow, type User } from './users.ts'
-import { createUsageStamps } from '../../lib/usage-stamps.ts'
+import { createUsageStamps } from '../../db/usage-stamps.ts'
 
 export const OWNER_TOKEN_PREFIX = 'svc_owner_'
 

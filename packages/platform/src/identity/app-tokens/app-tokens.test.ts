@@ -6,7 +6,7 @@ import { CookieClient, field } from '../../../test/cookie-client.ts'
 import { AUTH, deployPage, signedInBrowser } from '../../../test/sign-in-flow.ts'
 import { sha256 } from '../../lib/crypto.ts'
 import { APP_CHANGED } from '../../apps/apps.ts'
-import { announceChange, dropLocal } from '../../lib/notified-cache.ts'
+import { announceChange, dropLocal } from '../../db/notified-cache.ts'
 
 const SECRET = /svc_app_[A-Za-z0-9_-]{43}/
 

@@ -20,7 +20,7 @@ import type { Clock } from '../../lib/clock.ts'
 import { newSecret, sha256 } from '../../lib/crypto.ts'
 import { decrypt, encrypt } from '../../lib/encryption.ts'
 import { ServiceError } from '../../lib/errors.ts'
-import { createUsageStamps } from '../../lib/usage-stamps.ts'
+import { createUsageStamps } from '../../db/usage-stamps.ts'
 import { isUuid } from '../../lib/ids.ts'
 import { userFromRow, type User } from '../accounts/users.ts'
 

@@ -6,7 +6,7 @@
 import { first, type Queryable } from '../../db/db.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { APP_CHANGED } from '../../apps/apps.ts'
-import { announceChange } from '../../lib/notified-cache.ts'
+import { announceChange } from '../../db/notified-cache.ts'
 import { ServiceError } from '../../lib/errors.ts'
 import { LIFETIMES } from '../lifetimes.ts'
 import { browserSecret, matchesHash } from '../browser-secrets.ts'

@@ -9,7 +9,7 @@
 import type { Db } from '../../db/db.ts'
 import { APP_CHANGED } from '../../apps/apps.ts'
 import type { Clock } from '../../lib/clock.ts'
-import { announceChange, dropLocal } from '../../lib/notified-cache.ts'
+import { announceChange, dropLocal } from '../../db/notified-cache.ts'
 
 export const VERIFICATION_REQUIRED = 'verification_required'
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import type { Queryable } from '../db/db.ts'
-import { ManualClock } from './clock.ts'
+import type { Queryable } from './db.ts'
+import { ManualClock } from '../lib/clock.ts'
 import { createUsageStamps } from './usage-stamps.ts'
 
 function recordingDb(): Queryable & { writes: unknown[][] } {

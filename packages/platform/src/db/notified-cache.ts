@@ -21,8 +21,8 @@
  * (a generation counter), so a cache never keeps a value older than the last notice.
  */
 import { randomUUID } from 'node:crypto'
-import type { Db, Queryable } from '../db/db.ts'
-import type { Clock } from './clock.ts'
+import type { Db, Queryable } from './db.ts'
+import type { Clock } from '../lib/clock.ts'
 
 /** How often each Db pings its channels, and how soon its LISTEN must hear the ping back. */
 export const PING_EVERY_MS = 5_000

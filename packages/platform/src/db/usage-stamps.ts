@@ -4,8 +4,8 @@
  * UPDATE at all, and the write it does run is not awaited (a failure is only logged: it must
  * never fail the request it records).
  */
-import type { Queryable } from '../db/db.ts'
-import type { Clock } from './clock.ts'
+import type { Queryable } from './db.ts'
+import type { Clock } from '../lib/clock.ts'
 
 const INTERVAL_MS = 60 * 1000
 const MAX_TRACKED = 10_000

@@ -5,10 +5,10 @@
  * A hit is one atomic upsert, so concurrent attempts can never both take the last slot.
  * Keys (emails, IP addresses) are stored only as SHA-256 hashes.
  */
-import type { Queryable } from '../db/db.ts'
-import type { Clock } from './clock.ts'
-import { sha256Hex } from './crypto.ts'
-import { ServiceError } from './errors.ts'
+import type { Queryable } from './db.ts'
+import type { Clock } from '../lib/clock.ts'
+import { sha256Hex } from '../lib/crypto.ts'
+import { ServiceError } from '../lib/errors.ts'
 
 /** A limit: at most `limit` hits per key in each fixed window of `windowSeconds`. */
 export interface RateRule {

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { after, before, beforeEach, describe, test } from 'node:test'
 import { backend, createTestDb, type TestDb } from '../../test/test-db.ts'
-import { ManualClock } from './clock.ts'
-import { sha256Hex } from './crypto.ts'
-import { ServiceError, toErrorBody } from './errors.ts'
+import { ManualClock } from '../lib/clock.ts'
+import { sha256Hex } from '../lib/crypto.ts'
+import { ServiceError, toErrorBody } from '../lib/errors.ts'
 import { createRateLimiter, rateLimited, type RateRule } from './rate-limit.ts'
 
 describe(`fixed-window rate limiting in the database (${backend})`, () => {
