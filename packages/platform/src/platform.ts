@@ -11,6 +11,7 @@ import type { Clock } from './lib/clock.ts'
 import type { Logger } from './lib/logger.ts'
 import { deriveKey } from './lib/master-key.ts'
 import { appRoutes } from './apps/routes.ts'
+import type { AppAccess } from './apps/apps.ts'
 import { createAppDirectory } from './apps/apps.ts'
 import { domainRoutes } from './apps/domain-routes.ts'
 import { deployRoutes } from './deploy/routes.ts'
@@ -19,9 +20,9 @@ import { createFrontend } from './frontend/serve.ts'
 import { appEdge } from './edge/app-edge.ts'
 import { classifyHost, hostUrls } from './http/hosts.ts'
 import {
-  appTokenPages, appTokenRequestRoutes, appTokenRoutes, authRoutes, cliLoginPages, cliLoginRoutes, grantRoutes,
-  meRoutes, meTokenRoutes, onboardingRoutes, operatorRoutes, organisationRoutes, requireOwner, verifyAppToken,
-  type AppSessionDeps, type OwnerEnv,
+  appForRole, appTokenPages, appTokenRequestRoutes, appTokenRoutes, authRoutes, cliLoginPages, cliLoginRoutes, grantRoutes,
+  meRoutes, meTokenRoutes, onboardingRoutes, operatorRoutes, organisationRoutes, requireOwner, roleFrom, verifyAppToken,
+  type AppSessionDeps, type OwnerEnv, type User,
 } from './identity/index.ts'
 import { createHttpApp } from './http/server.ts'
 import { PLATFORM_SDK_VERSION } from './manifest/index.ts'
@@ -159,7 +160,12 @@ export function createPlatform(deps: PlatformDeps): Platform {
   }))
   const owner = new Hono<OwnerEnv>()
   owner.use('*', requireOwner({ db, clock }))
-  owner.route('/', appRoutes({ db, urls }))
+  // Identity's role rules, for the owner API over apps (apps stand below identity).
+  const appAccess: AppAccess<User> = {
+    appForRole: (user, idOrSlug, role) => appForRole(db, user, idOrSlug, role),
+    roleFrom,
+  }
+  owner.route('/', appRoutes({ db, urls, access: appAccess }))
   owner.route('/', deployRoutes({ db, clock, logger, secrets, onDevDeleted: (appId, devName) => functions.forgetNamespace(appId, devName) }))
   owner.route('/', secretRoutes({ db, store: secrets }))
   owner.route('/', logRoutes({ db }))
@@ -167,7 +173,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   owner.route('/', devInvokeRoutes({ db, host: () => functions, integrations: { keyring, accessToken: (input) => oauth.accessTokenFor(input) } }))
   owner.route('/', devIntegrationRoutes({ db, clock, host: () => functions }))
   owner.route('/', grantRoutes({ db }))
-  owner.route('/', domainRoutes({ db, clock, urls, baseUrl: deps.config.baseUrl }))
+  owner.route('/', domainRoutes({ db, clock, urls, baseUrl: deps.config.baseUrl, access: appAccess }))
   owner.route('/', jobRoutes({ db, clock }))
   owner.route('/', cronRoutes({ db, clock }))
   owner.route('/', customIntegrationRoutes({ db }))

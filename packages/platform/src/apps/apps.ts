@@ -94,6 +94,20 @@ export interface AppOwner {
   readonly organisationId: string | null
 }
 
+/** The levels a person can hold on an app, lowest first (what each allows is identity's rule). */
+export type AppRole = 'use' | 'edit' | 'administer'
+
+/**
+ * The role rules the owner API over apps applies. They are identity's (who holds which level
+ * right now), and identity stands above apps, so the composition root hands them in.
+ */
+export interface AppAccess<U extends AppOwner> {
+  /** The app when `user` holds at least `role` on it; APP_NOT_FOUND or FORBIDDEN otherwise. */
+  appForRole(user: U, idOrSlug: string, role: AppRole): Promise<App>
+  /** The level `user` holds on `app` given their stored grant (null: none), or null. */
+  roleFrom(input: { app: App; user: U; grant: AppRole | null }): AppRole | null
+}
+
 export async function createApp(
   db: Queryable,
   owner: AppOwner,
@@ -121,8 +135,8 @@ export async function createApp(
  */
 export async function listAppsOwnedOrGranted(
   db: Queryable, user: Pick<AppOwner, 'id'>,
-): Promise<Array<{ app: App; grant: 'use' | 'edit' | 'administer' | null }>> {
-  const rows = await db.query<AppRow & { grant_role: 'use' | 'edit' | 'administer' | null }>(
+): Promise<Array<{ app: App; grant: AppRole | null }>> {
+  const rows = await db.query<AppRow & { grant_role: AppRole | null }>(
     `select ${APP_COLUMNS.split(', ').map((column) => `a.${column}`).join(', ')}, g.role as grant_role
        from platform.apps a left join platform.app_grants g on g.app_id = a.id and g.user_id = $1
       where a.owner_id = $1 or g.user_id is not null

@@ -8,34 +8,37 @@ import { Hono } from 'hono'
 import type { Db } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
 import { ServiceError } from '../lib/errors.ts'
-import { appForRole, type OwnerEnv } from '../identity/index.ts'
 import type { HostUrls } from '../http/hosts.ts'
-import { findAppByIdOrSlug, type App } from './apps.ts'
+import { findAppByIdOrSlug, type App, type AppAccess, type AppOwner } from './apps.ts'
 import { checkDomain, domainView, listDomains, mapDomain, unmapDomain } from './domains.ts'
 
-/** The signed-in owner API caller. */
-type User = OwnerEnv['Variables']['user']
+/** The signed-in owner API caller, as this file reads it. */
+interface Caller extends AppOwner {
+  readonly isPlatformAdmin: boolean
+  readonly emailConfirmedAt: Date | null
+}
 
-function isPlatformAdmin(user: User): boolean {
+function isPlatformAdmin(user: Caller): boolean {
   return user.isPlatformAdmin && user.emailConfirmedAt !== null
 }
 
-export function domainRoutes(deps: { db: Db; clock: Clock; urls: HostUrls; baseUrl: URL }) {
-  const routes = new Hono<OwnerEnv>()
+/** Mounted behind the owner check, which puts the signed-in caller in `user`. */
+export function domainRoutes<U extends Caller>(deps: { db: Db; clock: Clock; urls: HostUrls; baseUrl: URL; access: AppAccess<U> }) {
+  const routes = new Hono<{ Variables: { user: U } }>()
   const view = (domain: Parameters<typeof domainView>[0]) => domainView(domain, deps.urls.custom(domain.domain))
 
   /**
    * The app for a platform administrator (any app), or for its owner and Administer holders;
    * FORBIDDEN for a lower role, APP_NOT_FOUND for anyone else.
    */
-  async function visibleApp(user: User, idOrSlug: string): Promise<App> {
-    if (!isPlatformAdmin(user)) return await appForRole(deps.db, user, idOrSlug, 'administer')
+  async function visibleApp(user: U, idOrSlug: string): Promise<App> {
+    if (!isPlatformAdmin(user)) return await deps.access.appForRole(user, idOrSlug, 'administer')
     const app = await findAppByIdOrSlug(deps.db, idOrSlug)
     if (!app) throw new ServiceError('APP_NOT_FOUND', `no app "${idOrSlug}"`)
     return app
   }
 
-  function requireAdmin(user: User): void {
+  function requireAdmin(user: Caller): void {
     if (!isPlatformAdmin(user)) {
       throw new ServiceError('FORBIDDEN',
         'only a platform administrator maps custom domains: the operator controls their DNS and TLS certificate')

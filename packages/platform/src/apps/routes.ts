@@ -4,19 +4,19 @@
  */
 import { Hono } from 'hono'
 import type { Db } from '../db/db.ts'
-import { appForRole, roleFrom, type OwnerEnv } from '../identity/index.ts'
 import { readObject } from '../http/json.ts'
 import type { HostUrls } from '../http/hosts.ts'
-import { appView, checkVisibility, createApp, listAppsOwnedOrGranted } from './apps.ts'
+import { appView, checkVisibility, createApp, listAppsOwnedOrGranted, type AppAccess, type AppOwner } from './apps.ts'
 
-export function appRoutes(deps: { db: Db; urls: HostUrls }) {
-  const routes = new Hono<OwnerEnv>()
+/** Mounted behind the owner check, which puts the signed-in caller in `user`. */
+export function appRoutes<U extends AppOwner>(deps: { db: Db; urls: HostUrls; access: AppAccess<U> }) {
+  const routes = new Hono<{ Variables: { user: U } }>()
   routes.get('/', async (c) => {
     const user = c.var.user
     const rows = await listAppsOwnedOrGranted(deps.db, user)
     return c.json({
       apps: rows.flatMap(({ app, grant }) => {
-        const role = roleFrom({ app, user, grant })
+        const role = deps.access.roleFrom({ app, user, grant })
         return role === null ? [] : [{ ...appView(app, deps.urls.app(app.slug)), role, owned: app.ownerId === user.id }]
       }),
     })
@@ -32,7 +32,7 @@ export function appRoutes(deps: { db: Db; urls: HostUrls }) {
   })
   routes.get('/:appId', async (c) => {
     // Edit holders read it too: `service deploy` looks the app up before deploying.
-    const app = await appForRole(deps.db, c.var.user, c.req.param('appId'), 'edit')
+    const app = await deps.access.appForRole(c.var.user, c.req.param('appId'), 'edit')
     return c.json({ app: appView(app, deps.urls.app(app.slug)) })
   })
   return routes

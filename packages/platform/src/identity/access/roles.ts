@@ -8,10 +8,10 @@
  */
 import { first, type Queryable } from '../../db/db.ts'
 import { ServiceError } from '../../lib/errors.ts'
-import { findAppByIdOrSlug, type App } from '../../apps/apps.ts'
+import { findAppByIdOrSlug, type App, type AppRole } from '../../apps/apps.ts'
 import type { User } from '../accounts/users.ts'
 
-export type AppRole = 'use' | 'edit' | 'administer'
+export type { AppRole }
 export const APP_ROLES: readonly AppRole[] = ['use', 'edit', 'administer']
 const RANK: Record<AppRole, number> = { use: 1, edit: 2, administer: 3 }
 
