@@ -10,7 +10,7 @@
 import postgres from 'postgres'
 import { ident } from '../../packages/platform/src/db/db.ts'
 import { openPostgres } from '../../packages/platform/src/db/postgres.ts'
-import { findNamespace, runAsRole } from '../../packages/platform/src/deploy/namespaces.ts'
+import { findNamespace, runAsRole } from '../../packages/platform/src/namespaces/namespaces.ts'
 import { findAppBySlug } from '../../packages/platform/src/apps/apps.ts'
 import { verifyAppToken } from '../../packages/platform/src/identity/app-tokens/app-tokens.ts'
 import { systemClock } from '../../packages/platform/src/lib/clock.ts'

@@ -18,7 +18,7 @@ import { performance } from 'node:perf_hooks'
 import { manifest, startHarness } from '../../packages/platform/test/harness.ts'
 import { consumerManifest, createApp, createTestConnection, deployApp, ORDER_CREATED, ordersContract } from '../../packages/platform/test/integration-fixture.ts'
 import { findAppBySlug } from '../../packages/platform/src/apps/apps.ts'
-import { findNamespace } from '../../packages/platform/src/deploy/namespaces.ts'
+import { findNamespace } from '../../packages/platform/src/namespaces/namespaces.ts'
 import { enqueueOnQueue } from '../../packages/platform/src/jobs/enqueue.ts'
 import type { QueueDeclaration } from '../../packages/platform/src/manifest/index.ts'
 

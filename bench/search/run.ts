@@ -18,7 +18,7 @@
 import { performance } from 'node:perf_hooks'
 import { bundle, manifest, startHarness, type Harness } from '../../packages/platform/test/harness.ts'
 import { findAppBySlug } from '../../packages/platform/src/apps/apps.ts'
-import { findNamespace } from '../../packages/platform/src/deploy/namespaces.ts'
+import { findNamespace } from '../../packages/platform/src/namespaces/namespaces.ts'
 import { checkSearchDeclarations } from '../../packages/platform/src/search/declarations.ts'
 import { readSearchInput } from '../../packages/platform/src/search/input.ts'
 import { searchStatement } from '../../packages/platform/src/search/run.ts'

@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { parseCronExpression, type CronExpression } from './expression.ts'
+import { parseCronExpression, type CronExpression } from '../lib/cron-expression.ts'
 import { CronScheduleError, latestOccurrence, nextOccurrences } from './next.ts'
 import { formatInstant } from './zone-time.ts'
 

@@ -32,8 +32,8 @@
 // anyway (400 years, a whole Gregorian cycle, after which every possible date has fallen
 // on every weekday) and fails with a clear error rather than looping.
 
-import { parseCronExpression, type CronExpression } from './expression.ts'
-import { isValidTimeZone } from './timezone.ts'
+import { parseCronExpression, type CronExpression } from '../lib/cron-expression.ts'
+import { isValidTimeZone } from '../lib/time-zone.ts'
 import { instantOfWallTime, wallAt, wallMs } from './zone-time.ts'
 
 /** An expression or zone the scheduler cannot evaluate, or an instant out of range. */

@@ -3,8 +3,8 @@
 // offset. The CLI imports this (as `@service/platform/cron`) to print exactly what the
 // scheduler will do; the platform reaches it through index.ts.
 
-export { cronExpressionError, parseCronExpression, type CronExpression, type CronParseResult } from './expression.ts'
-export { isValidTimeZone } from './timezone.ts'
+export { cronExpressionError, parseCronExpression, type CronExpression, type CronParseResult } from '../lib/cron-expression.ts'
+export { isValidTimeZone } from '../lib/time-zone.ts'
 export {
   CronScheduleError,
   EARLIEST_INSTANT,

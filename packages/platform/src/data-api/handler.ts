@@ -9,8 +9,8 @@
  * before any SQL runs.
  */
 import type { Db } from '../db/db.ts'
-import { findNamespace, type Namespace } from '../deploy/namespaces.ts'
-import type { AppTransaction, CallerGate, NamespaceSql } from '../deploy/namespace-sql.ts'
+import { findNamespace, type Namespace } from '../namespaces/namespaces.ts'
+import type { AppTransaction, CallerGate, NamespaceSql } from '../namespaces/namespace-sql.ts'
 import { ServiceError } from '../lib/errors.ts'
 import type { App } from '../apps/apps.ts'
 import type { User } from '../identity/index.ts'

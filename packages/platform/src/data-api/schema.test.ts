@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { createTestDb, backend, type TestDb } from '../../test/test-db.ts'
-import { createNamespace, runAsRole, type Namespace } from '../deploy/namespaces.ts'
+import { createNamespace, runAsRole, type Namespace } from '../namespaces/namespaces.ts'
 import { loadSchema, type Schema } from './schema.ts'
 
 describe(`data API schema introspection (${backend})`, () => {

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { loadSchema } from '../data-api/schema.ts'
 import { createTestDb, type TestDb, backend } from '../../test/test-db.ts'
-import { createNamespace, runAsRole, type Namespace, type NamespaceRole } from './namespaces.ts'
+import { createNamespace, runAsRole, type Namespace, type NamespaceRole } from '../namespaces/namespaces.ts'
 
 const KEY = 'sk_live_not_for_other_apps'
 

@@ -17,8 +17,8 @@ import { missingSecretWarnings, type SecretStore } from '../secrets/index.ts'
 import { deadLetterRemovedQueues } from '../jobs/index.ts'
 import { publishContract, publishedIntegrationsFor } from '../integrations/index.ts'
 import { readBundle, type Bundle, type Migration } from './bundle.ts'
-import { createNamespace, findNamespace, runAsRole, type Namespace } from './namespaces.ts'
-import { MAX_DEV_NAMESPACES } from './dev-names.ts'
+import { createNamespace, findNamespace, runAsRole, type Namespace } from '../namespaces/namespaces.ts'
+import { MAX_DEV_NAMESPACES } from '../namespaces/dev-names.ts'
 import { checkSearchDeclarations } from '../search/declarations.ts'
 
 export interface Release {

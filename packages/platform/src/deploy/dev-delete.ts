@@ -7,7 +7,7 @@ import type { Db } from '../db/db.ts'
 import { ServiceError } from '../lib/errors.ts'
 import { announceChange, dropLocal } from '../db/notified-cache.ts'
 import { SECRET_CHANGED } from '../secrets/index.ts'
-import { dropNamespace, findNamespace } from './namespaces.ts'
+import { dropNamespace, findNamespace } from '../namespaces/namespaces.ts'
 
 /**
  * Removes the development namespace `devName` of an app; DEV_NAMESPACE_NOT_FOUND when it

@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test'
 import { backend } from '../../test/test-db.ts'
 import { bundle, manifest, ownerApi, startHarness, type Harness } from '../../test/harness.ts'
 import { findAppBySlug } from '../apps/apps.ts'
-import { MAX_DEV_NAMESPACES } from './dev-names.ts'
+import { MAX_DEV_NAMESPACES } from '../namespaces/dev-names.ts'
 
 const FUNCTIONS = `functions:
   - name: hello

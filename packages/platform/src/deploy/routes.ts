@@ -7,7 +7,7 @@ import { appForRole, type OwnerEnv } from '../identity/index.ts'
 import { readJson } from '../http/json.ts'
 import { BUNDLE_LIMITS } from './bundle-files.ts'
 import type { SecretStore } from '../secrets/index.ts'
-import { checkDevName } from './dev-names.ts'
+import { checkDevName } from '../namespaces/dev-names.ts'
 import { checkBundle, deployBundle, deployWarnings, listReleases, releaseView } from './deploy.ts'
 import { deleteDevNamespace } from './dev-delete.ts'
 

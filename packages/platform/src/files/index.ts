@@ -7,7 +7,7 @@
  * `ctx.files.download`, and `filesRoutes` serves the browser SDK's `service.files`.
  */
 import type { Queryable } from '../db/db.ts'
-import { findNamespace } from '../deploy/namespaces.ts'
+import { findNamespace } from '../namespaces/namespaces.ts'
 import { ServiceError } from '../lib/errors.ts'
 import { collect } from './context.ts'
 import type { FileCaller, ManagedFiles } from './files.ts'

@@ -13,7 +13,7 @@
  * runs as the app. Bodies stream to storage and back; nothing holds a whole file.
  */
 import { ServiceError } from '../lib/errors.ts'
-import { findNamespace } from '../deploy/namespaces.ts'
+import { findNamespace } from '../namespaces/namespaces.ts'
 import type { Db } from '../db/db.ts'
 import type { FileCaller, ManagedFiles } from './files.ts'
 

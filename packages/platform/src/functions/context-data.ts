@@ -15,8 +15,8 @@
  * nothing renews it, however long the invocation still runs.
  */
 import { ident, type Db } from '../db/db.ts'
-import { runAsRole, type Namespace } from '../deploy/namespaces.ts'
-import type { NamespaceSql, StatementParts } from '../deploy/namespace-sql.ts'
+import { runAsRole, type Namespace } from '../namespaces/namespaces.ts'
+import type { NamespaceSql, StatementParts } from '../namespaces/namespace-sql.ts'
 import type { Relation, Schema } from '../data-api/schema.ts'
 import { ServiceError } from '../lib/errors.ts'
 

@@ -9,7 +9,7 @@ import { Hono, type Context } from 'hono'
 import type { Db } from '../db/db.ts'
 import { ServiceError } from '../lib/errors.ts'
 import { appForRole, type OwnerEnv } from '../identity/index.ts'
-import { checkDevName } from '../deploy/dev-names.ts'
+import { checkDevName } from '../namespaces/dev-names.ts'
 import { listFunctionLogs, LOG_LEVELS, MAX_LOG_PAGE, type LogLevel, type LogQuery } from './context-log.ts'
 
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2}))?$/

@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test'
 import { backend } from '../../test/test-db.ts'
 import { bundle, manifest, startHarness, type Harness } from '../../test/harness.ts'
 import { findAppBySlug, type App } from '../apps/apps.ts'
-import { findNamespace } from '../deploy/namespaces.ts'
+import { findNamespace } from '../namespaces/namespaces.ts'
 import { enqueueCronRun, listActiveCrons } from './cron-runs.ts'
 
 const CRON_APP = `functions:

@@ -10,7 +10,7 @@ import { backend } from '../../test/test-db.ts'
 import { bundle, manifest, startHarness, type Harness } from '../../test/harness.ts'
 import { platformProcesses, type PlatformProcesses } from '../../test/platform-processes.ts'
 import { findAppBySlug, type App } from '../apps/apps.ts'
-import { findNamespace, type Namespace } from '../deploy/namespaces.ts'
+import { findNamespace, type Namespace } from '../namespaces/namespaces.ts'
 import type { QueueDeclaration } from '../manifest/index.ts'
 import { enqueueOnQueue } from './enqueue.ts'
 

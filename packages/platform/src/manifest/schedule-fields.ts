@@ -1,8 +1,8 @@
 // Reading a cron `schedule` and an IANA `timezone` member, shared by the `cron` section
 // and the provider contract's `sync`. The cron module owns the expression syntax.
 
-import { cronExpressionError } from '../cron/expression.ts'
-import { isValidTimeZone } from '../cron/timezone.ts'
+import { cronExpressionError } from '../lib/cron-expression.ts'
+import { isValidTimeZone } from '../lib/time-zone.ts'
 import type { ProblemCollector } from './problems.ts'
 import { member, readString, type Fields } from './read-fields.ts'
 

@@ -7,8 +7,8 @@
  * read. Same-origin SDK calls only (the `x-service-sdk: 1` header, like service.files).
  */
 import type { Db } from '../db/db.ts'
-import { findNamespace } from '../deploy/namespaces.ts'
-import type { NamespaceSql } from '../deploy/namespace-sql.ts'
+import { findNamespace } from '../namespaces/namespaces.ts'
+import type { NamespaceSql } from '../namespaces/namespace-sql.ts'
 import { ServiceError } from '../lib/errors.ts'
 import { runSearch } from './run.ts'
 

@@ -12,8 +12,8 @@
  * row is in. A record over 16 KiB or a response over 1 MiB fails SEARCH_RESULT_TOO_LARGE.
  */
 import { ident, type Db, type Queryable } from '../db/db.ts'
-import { runAsRole, type Namespace } from '../deploy/namespaces.ts'
-import type { NamespaceSql, StatementParts } from '../deploy/namespace-sql.ts'
+import { runAsRole, type Namespace } from '../namespaces/namespaces.ts'
+import type { NamespaceSql, StatementParts } from '../namespaces/namespace-sql.ts'
 import { ServiceError } from '../lib/errors.ts'
 import type { SearchDeclaration } from '../manifest/index.ts'
 import type { DataIdentity } from '../functions/context-data.ts'

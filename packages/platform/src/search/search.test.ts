@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test'
 import { backend } from '../../test/test-db.ts'
 import { bundle, manifest, startHarness, type Harness } from '../../test/harness.ts'
 import { findAppBySlug } from '../apps/apps.ts'
-import { findNamespace } from '../deploy/namespaces.ts'
+import { findNamespace } from '../namespaces/namespaces.ts'
 
 interface Note { id: number; title: string; body: string; category: string | null; visible: boolean; embedding: number[] | null }
 

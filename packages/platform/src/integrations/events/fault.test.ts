@@ -13,7 +13,7 @@ import { manifest, ownerApi, startHarness, type Harness } from '../../../test/ha
 import { platformProcesses, type PlatformProcesses } from '../../../test/platform-processes.ts'
 import { consumerManifest, createTestConnection, deployApp, ORDER_CREATED, ordersContract } from '../../../test/integration-fixture.ts'
 import { findAppBySlug } from '../../apps/apps.ts'
-import { createProviderInvoker } from '../../functions/provider-invoker.ts'
+import { createProviderInvoker } from '../provider-invoker.ts'
 
 const EVENTS = 24
 

@@ -2,7 +2,7 @@
 
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { isValidTimeZone } from './timezone.ts'
+import { isValidTimeZone } from './time-zone.ts'
 
 test('canonical IANA zones are valid', () => {
   for (const zone of ['Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'America/Argentina/Buenos_Aires', 'Etc/GMT+1']) {

@@ -2,7 +2,7 @@
 
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { cronExpressionError, parseCronExpression, type CronExpression } from './expression.ts'
+import { cronExpressionError, parseCronExpression, type CronExpression } from './cron-expression.ts'
 
 function parsed(text: string): CronExpression {
   const result = parseCronExpression(text)

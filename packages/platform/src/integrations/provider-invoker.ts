@@ -10,8 +10,8 @@
  */
 import type { Db } from '../db/db.ts'
 import { findAppByIdOrSlug } from '../apps/apps.ts'
-import type { InvokeProvider, ProviderResult } from '../integrations/provider-invocation.ts'
-import type { FunctionHost } from './host.ts'
+import type { InvokeProvider, ProviderResult } from './provider-invocation.ts'
+import type { FunctionHost } from '../functions/host.ts'
 
 /**
  * @example
