@@ -4,7 +4,7 @@
  * with the caller's claims, or its system role for a `system` Function), so row-level
  * security applies exactly as for the data API, and through the same path: on PostgreSQL the
  * namespace role's own login pool (the system role has its own), one round trip with the
- * claims and read-only set in the statement's first CTE (deploy/namespace-sql.ts); the
+ * claims and read-only set in the statement's first CTE (namespaces/namespace-sql.ts); the
  * shared wrapper on PGlite or when no pool can serve. Table and column
  * names are checked against the catalog and quoted; values are bound: the statement reads
  * `$1`, one jsonb array, and rows are built with `jsonb_populate_record` so each value gets

@@ -114,7 +114,7 @@ export interface QueueDeclaration {
 
 export interface CronDeclaration {
   readonly name: string
-  /** Five-field cron expression, validated by cron/expression.ts. */
+  /** Five-field cron expression, validated by lib/cron-expression.ts. */
   readonly schedule: string
   /** A system Function. */
   readonly function: string

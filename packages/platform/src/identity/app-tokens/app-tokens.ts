@@ -199,7 +199,7 @@ export function appTokenGate(db: Db, clock: Clock, input: { token: string; appId
 /**
  * A caller checked inside the data statement by `platform_gate.<check>_caller` (migration
  * 0027): which check, its arguments, and what to do once it has answered. Structurally the
- * data API's `CallerGate` (deploy/namespace-sql.ts).
+ * data API's `CallerGate` (namespaces/namespace-sql.ts).
  */
 export interface DataGate {
   check: 'app_token' | 'app_session'
