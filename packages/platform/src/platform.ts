@@ -30,12 +30,12 @@ import { devInvokeRoutes, logRoutes } from './functions/index.ts'
 import { createSecretStore, secretRoutes } from './secrets/index.ts'
 import { connectionKeyring, connectionPages, connectionRoutes, type ConnectionKeyring } from './integrations/connections/index.ts'
 import { customIntegrationRoutes } from './integrations/index.ts'
-import { createOAuth, type OAuth } from './integrations/oauth/index.ts'
+import { createOAuth, refuseOAuthFunction, type OAuth } from './integrations/oauth/index.ts'
 import type { InvokeProvider } from './integrations/provider-invocation.ts'
 import { bindAfterConnect, bindPages, bindingRoutes } from './integrations/bindings/index.ts'
 import { providerPages } from './integrations/provider-page/index.ts'
 import { createBroker } from './integrations/broker.ts'
-import { devIntegrationRoutes } from './integrations/dev/index.ts'
+import { devIntegrationRoutes, devProviderRun } from './integrations/dev/index.ts'
 import { WEBHOOK_PATH_PREFIX, webhookRoutes } from './integrations/webhooks/index.ts'
 import { createIntegrationEvents, type DeliveryWorkerOptions, type IntegrationEvents } from './integrations/events/index.ts'
 import { createProviderInvoker } from './integrations/provider-invoker.ts'
@@ -170,7 +170,13 @@ export function createPlatform(deps: PlatformDeps): Platform {
   owner.route('/', secretRoutes({ db, store: secrets }))
   owner.route('/', logRoutes({ db }))
   // The host is built below; its routes are mounted here, before /v1/apps is.
-  owner.route('/', devInvokeRoutes({ db, host: () => functions, integrations: { keyring, accessToken: (input) => oauth.accessTokenFor(input) } }))
+  owner.route('/', devInvokeRoutes({
+    db, host: () => functions,
+    integrations: {
+      refuseOAuthFunction: (input) => refuseOAuthFunction(db, input),
+      providerRun: (input) => devProviderRun({ db, keyring, accessToken: (token) => oauth.accessTokenFor(token) }, input),
+    },
+  }))
   owner.route('/', devIntegrationRoutes({ db, clock, host: () => functions }))
   owner.route('/', grantRoutes({ db }))
   owner.route('/', domainRoutes({ db, clock, urls, baseUrl: deps.config.baseUrl, access: appAccess }))

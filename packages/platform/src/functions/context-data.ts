@@ -19,37 +19,12 @@ import { runAsRole, type Namespace } from '../namespaces/namespaces.ts'
 import type { NamespaceSql, StatementParts } from '../namespaces/namespace-sql.ts'
 import type { Relation, Schema } from '../data-api/schema.ts'
 import { ServiceError } from '../lib/errors.ts'
+import type { DataIdentity } from '../namespaces/data-identity.ts'
 
 export const DEFAULT_LIST_LIMIT = 100
 export const MAX_LIST_LIMIT = 1000
 /** How long `ctx.data` keeps its authorization in an invocation by a custom-domain session (spec 8: within 60 seconds). */
 export const CUSTOM_DOMAIN_DATA_MS = 60_000
-
-/** Whose data an invocation reads and writes. */
-export interface DataIdentity {
-  readonly role: 'user' | 'system'
-  /** `request.jwt.claims`: `{ sub, role, aud }` for a caller, `{ role: 'system', aud }` for a system Function. */
-  readonly claims: Record<string, unknown>
-  /** Writes need a signed-in user unless the Function is `system` (spec 5.5). */
-  readonly canWrite: boolean
-  /** When the authorization ends (epoch ms by the platform's clock); absent: with the invocation. */
-  readonly expiresAt?: number
-}
-
-/**
- * Refuses a data call once the invocation's authorization has ended (never renewed).
- *
- * @example
- * checkDataAuthorization(meta.identity, clock.now()) // throws AUTH_EXPIRED past identity.expiresAt
- */
-export function checkDataAuthorization(identity: DataIdentity, now: Date): void {
-  if (identity.expiresAt === undefined || now.getTime() < identity.expiresAt) return
-  throw new ServiceError('AUTH_EXPIRED',
-    'this invocation\'s data authorization has expired (a custom-domain session keeps it for 60 seconds); ' +
-    'do data work early, or return and let the browser call again', {
-      details: { expiredAt: new Date(identity.expiresAt).toISOString() },
-    })
-}
 
 export interface DataCallOptions {
   readonly db: Db

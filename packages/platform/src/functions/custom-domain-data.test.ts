@@ -16,7 +16,8 @@ import { CookieClient } from '../../test/cookie-client.ts'
 import { appUrl, signInTo } from '../../test/sign-in-flow.ts'
 import { createPlatformAdmin, customOrigin, signInOnDomain } from '../../test/custom-domain-flow.ts'
 import { eventually } from '../../test/eventually.ts'
-import { CUSTOM_DOMAIN_DATA_MS, checkDataAuthorization, type DataIdentity } from './context-data.ts'
+import { CUSTOM_DOMAIN_DATA_MS } from './context-data.ts'
+import { checkDataAuthorization, type DataIdentity } from '../namespaces/data-identity.ts'
 import { ServiceError } from '../lib/errors.ts'
 
 const TEST = { timeout: 60_000 }

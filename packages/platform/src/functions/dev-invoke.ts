@@ -18,20 +18,35 @@ import { randomUUID } from 'node:crypto'
 import { Hono } from 'hono'
 import type { Db } from '../db/db.ts'
 import { ServiceError } from '../lib/errors.ts'
-import { appForRole, type OwnerEnv } from '../identity/index.ts'
+import type { App } from '../apps/apps.ts'
+import { appForRole, type OwnerEnv, type User } from '../identity/index.ts'
 import { readObject } from '../http/json.ts'
 import { activeReleaseOf, checkDevName } from '../namespaces/dev-names.ts'
-import { refuseOAuthFunction } from '../integrations/oauth/index.ts'
-import { devProviderRun, type DevProviderRunDeps } from '../integrations/dev/index.ts'
 import { listFunctionLogs, MAX_LOG_PAGE } from './context-log.ts'
 import { failureResponse } from './failures.ts'
-import type { FunctionHost } from './host.ts'
+import type { FunctionHost, IntegrationRunOptions } from './host.ts'
 import { MAX_INPUT_BYTES } from './routes.ts'
 
 const FIELDS = new Set(['input', 'as'])
 
-/** `integrations`: how a provider's operation, sync and webhook Functions get their test connection (without it, they run as plain Functions). */
-export function devInvokeRoutes(deps: { db: Db; host: () => FunctionHost; integrations?: Omit<DevProviderRunDeps, 'db'> }) {
+/**
+ * What integrations add to a development invocation (integrations/oauth and integrations/dev,
+ * handed in by the composition root: integrations stand above the Functions host).
+ */
+export interface DevInvokeIntegrations {
+  /** Refuses an integration's OAuth exchange or refresh Function (INTEGRATION_OAUTH_FUNCTION_NOT_INVOCABLE). */
+  refuseOAuthFunction(input: { releaseId: string; functionName: string }): Promise<void>
+  /**
+   * How a provider's operation, sync or webhook Function runs on the namespace's test
+   * connection (INTEGRATION_TEST_CONNECTION_REQUIRED without one); null for any other Function.
+   */
+  providerRun(input: {
+    actor: User; app: App; devName: string; releaseId: string; functionName: string; requestId: string
+  }): Promise<IntegrationRunOptions | null>
+}
+
+/** `integrations`: absent, every Function runs as a plain one. */
+export function devInvokeRoutes(deps: { db: Db; host: () => FunctionHost; integrations?: DevInvokeIntegrations }) {
   const routes = new Hono<OwnerEnv>()
   routes.post('/:appId/dev/:devName/functions/:name/invoke', async (c) => {
     // Running the namespace's code is changing it: Edit (decisions.md, "Development mode for integrations").
@@ -52,11 +67,10 @@ export function devInvokeRoutes(deps: { db: Db; host: () => FunctionHost; integr
       }
       throw new ServiceError('FUNCTION_NOT_FOUND', `the development namespace ${devName} has no Function ${name.slice(0, 64)}`)
     }
-    await refuseOAuthFunction(deps.db, { releaseId: fn.releaseId, functionName: name })
+    await deps.integrations?.refuseOAuthFunction({ releaseId: fn.releaseId, functionName: name })
     const requestId = randomUUID()
     // An integration's operation, sync or webhook Function runs on the namespace's test connection (integrations/dev).
-    const integration = deps.integrations === undefined ? null
-      : await devProviderRun({ db: deps.db, ...deps.integrations }, { actor: c.var.user, app, devName, releaseId: fn.releaseId, functionName: name, requestId })
+    const integration = await deps.integrations?.providerRun({ actor: c.var.user, app, devName, releaseId: fn.releaseId, functionName: name, requestId }) ?? null
     // An integration invocation is a system one, as in production.
     const user = as === 'owner' && integration === null ? { id: c.var.user.id, email: c.var.user.email } : null
     // No input is {}; an explicit null reaches the Function's schema as null.

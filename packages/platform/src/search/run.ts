@@ -16,7 +16,7 @@ import { runAsRole, type Namespace } from '../namespaces/namespaces.ts'
 import type { NamespaceSql, StatementParts } from '../namespaces/namespace-sql.ts'
 import { ServiceError } from '../lib/errors.ts'
 import type { SearchDeclaration } from '../manifest/index.ts'
-import type { DataIdentity } from '../functions/context-data.ts'
+import type { DataIdentity } from '../namespaces/data-identity.ts'
 import { checkSearchDeclarations, type SearchPlan } from './declarations.ts'
 import { declarationNamed, readSearchInput, type SearchInput } from './input.ts'
 
