@@ -9,7 +9,8 @@
  * index picks candidates): pgvector's `<=>` on a vector(n) column, or the same formula in
  * float8 over a `real[]` column (the similarity clamped to [-1, 1], as pgvector does). Rows whose vector is null, of another length or of zero norm
  * are no candidates. Hybrid fuses the two lists: sum of 1 / (60 + rank) over the components a
- * row is in. A record over 16 KiB or a response over 1 MiB fails SEARCH_RESULT_TOO_LARGE.
+ * row is in. A record over 16 KiB or a response over 1 MiB fails SEARCH_RESULT_TOO_LARGE
+ * (`result-size.ts`).
  */
 import { ident, type Db, type Queryable } from '../db/db.ts'
 import { runAsRole, type Namespace } from '../namespaces/namespaces.ts'
@@ -19,11 +20,10 @@ import type { SearchDeclaration } from '../manifest/index.ts'
 import type { DataIdentity } from '../namespaces/data-identity.ts'
 import { checkSearchDeclarations, type SearchPlan } from './declarations.ts'
 import { declarationNamed, readSearchInput, type SearchInput } from './input.ts'
+import { checkResultSize } from './result-size.ts'
 
 export const CANDIDATES = 100
 export const FUSION_CONSTANT = 60
-export const MAX_RECORD_BYTES = 16 * 1024
-export const MAX_RESPONSE_BYTES = 1024 * 1024
 
 export interface SearchHit {
   record: Record<string, unknown>
@@ -93,7 +93,7 @@ export async function runSearch(options: SearchCallOptions): Promise<{ hits: Sea
   } catch (error) {
     throw searchDatabaseError(error)
   }
-  return { hits: checkSizes(plan.name, (hits ?? []) as SearchHit[]) }
+  return { hits: checkResultSize(plan.name, (hits ?? []) as SearchHit[]) }
 }
 
 /**
@@ -157,26 +157,6 @@ export function searchStatement(schema: string, plan: SearchPlan, input: SearchI
       'fusionScore', h.fusion) order by ${input.mode === 'hybrid' ? 'h.fusion desc, h.id' : input.mode === 'fullText' ? 'h.ft_rank' : 'h.vc_rank'}), '[]'::json)
     from hits h join ${table} t on t.id = h.id)`
   return { ctes, value, params: [input.query, input.vector, input.where] }
-}
-
-function checkSizes(name: string, hits: SearchHit[]): SearchHit[] {
-  const encoder = new TextEncoder()
-  let total = 2
-  for (const [index, hit] of hits.entries()) {
-    const recordBytes = encoder.encode(JSON.stringify(hit.record)).length
-    if (recordBytes > MAX_RECORD_BYTES) {
-      throw new ServiceError('SEARCH_RESULT_TOO_LARGE', `search "${name}": hit ${index} has a record of ${recordBytes} bytes, over the ${MAX_RECORD_BYTES}-byte limit; select fewer or smaller columns`, {
-        details: { search: name, limit: MAX_RECORD_BYTES, hit: index },
-      })
-    }
-    total += encoder.encode(JSON.stringify(hit)).length + 1
-  }
-  if (total > MAX_RESPONSE_BYTES) {
-    throw new ServiceError('SEARCH_RESULT_TOO_LARGE', `search "${name}": the response is ${total} bytes, over the ${MAX_RESPONSE_BYTES}-byte limit; ask for fewer hits`, {
-      details: { search: name, limit: MAX_RESPONSE_BYTES },
-    })
-  }
-  return hits
 }
 
 function unavailable(error: unknown): ServiceError {
