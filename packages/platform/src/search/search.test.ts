@@ -2,9 +2,11 @@
  * `ctx.data.search` end to end in real Deno Functions (issue 16; spec 2.11, 4.3, 5.5, 8) on
  * a fixed corpus, over both vector paths (`real[]`, exact cosine in SQL; `vector(3)`,
  * pgvector where the database has it): ranking evidence against values computed here
- * (cosine in plain arithmetic over the float32 values, reciprocal rank fusion by hand), ties
- * by id, filters, every input rule and error code, row-level security (hits never include
- * rows the caller cannot read), record size failing rather than truncating.
+ * (cosine in plain arithmetic over the float32 values, reciprocal rank fusion by hand,
+ * `ts_rank` by a separate SQL call), ties by id, filters, every input rule and error code,
+ * row-level security (hits never include rows the caller cannot read), record size failing
+ * rather than truncating; and, where the database offers both paths, the two paths' hits and
+ * evidence compared with each other.
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
@@ -221,6 +223,27 @@ for (const path of ['exact', 'pgvector'] as const) describe(`ctx.data.search ove
     }
   })
 
+  test('fullTextScore is ts_rank of the declared columns against websearch_to_tsquery, computed here by a separate SQL call', async (t) => {
+    if (skipUnlessAvailable(t)) return
+    const app = (await findAppBySlug(h.t.db, slug))!
+    const schema = (await findNamespace(h.t.db, app.id))!.schemaName
+    for (const query of ['tea', 'green tea', '"tea garden"', 'tea -green', 'coffee or mountains', 'oxidised oolong']) {
+      // The documented formula (docs/api.md): the declared columns joined with a space, english.
+      const expected = await h.t.db.query<{ id: number; score: number }>(
+        `select id, ts_rank(to_tsvector('english', title || ' ' || body), websearch_to_tsquery('english', $1))::float8 as score
+           from "${schema}".notes
+          where visible and to_tsvector('english', title || ' ' || body) @@ websearch_to_tsquery('english', $1)
+          order by score desc, id`, [query])
+      assert.ok(expected.length > 0, query)
+      const { hits } = await find('notes', { mode: 'fullText', query, limit: 50 })
+      assert.deepEqual(hits.map((hit: any) => hit.record.id), expected.map((row) => row.id), query)
+      for (const [index, hit] of hits.entries()) {
+        assert.equal(hit.fullTextScore, expected[index]!.score, `${query}: row ${hit.record.id}`)
+        assert.equal(hit.fullTextRank, index + 1)
+      }
+    }
+  })
+
   test('hybrid mode: fusion is the sum of 1 / (60 + rank) over the components a row is in, computed by hand', async (t) => {
     if (skipUnlessAvailable(t)) return
     const lexical = (await find('notes', { mode: 'fullText', query: 'tea', limit: 50 })).hits as any[]
@@ -387,5 +410,66 @@ for (const path of ['exact', 'pgvector'] as const) describe(`ctx.data.search ove
     const namespace = (await findNamespace(h.t.db, app.id))!
     await h.t.db.query(`alter table "${namespace.schemaName}".bigs rename column title to heading`)
     assert.deepEqual(await find('big', { mode: 'fullText', query: 'small' }), { error: 'SEARCH_UNAVAILABLE' })
+  })
+})
+
+describe(`the two vector paths give the same hits and evidence for the same searches (${backend})`, () => {
+  let h: Harness
+  let available = true
+  const SLUGS = { exact: 'pathsexact', pgvector: 'pathspgv' } as const
+
+  before(async () => {
+    h = await startHarness()
+    const health = await (await h.request('/v1/health')).json() as { search: { vectorPaths: string[] } }
+    if (!health.search.vectorPaths.includes('pgvector') || !health.search.vectorPaths.includes('exact')) { available = false; return }
+    const { token } = await h.createOwner('owner@paths.test')
+    for (const path of ['exact', 'pgvector'] as const) {
+      const slug = SLUGS[path]
+      assert.equal((await h.request('/v1/apps', { token, json: { slug, visibility: 'public' } })).status, 201)
+      const res = await h.request(`/v1/apps/${slug}/deployments`, {
+        token, json: bundle({ 'service.yaml': manifest(slug, FUNCTIONS + SEARCHES), 'functions/find.ts': FIND, 'database/migrations/0001_notes.sql': migration(path) }),
+      })
+      assert.equal(res.status, 201, await res.text())
+    }
+  })
+  after(async () => { await h.close() })
+
+  async function find(path: 'exact' | 'pgvector', name: string, options: unknown): Promise<any> {
+    const res = await h.request('/_service/functions/find', {
+      host: SLUGS[path], headers: { 'x-service-sdk': '1' }, json: { name, options: JSON.stringify(options) },
+    })
+    const text = await res.text()
+    assert.equal(res.status, 200, text)
+    return JSON.parse(text)
+  }
+
+  test('vector and hybrid searches over real[] and vector(3): same ids in the same order, same ranks and fusion, distances within 1e-6', async (t) => {
+    if (!available) { t.skip('this database does not offer both vector paths'); return }
+    const vectors = [QUERY_VECTOR, [0, 1, 0], [0.3, 0.3, 0.9], [-1, 0.5, 0.2], [0.123, -0.456, 0.789]]
+    const searches: [string, Record<string, unknown>][] = []
+    for (const vector of vectors) {
+      searches.push(['notes', { mode: 'vector', vector, model: 'tiny-embed', limit: 50 }])
+      searches.push(['notes', { mode: 'hybrid', query: 'tea', vector, model: 'tiny-embed', limit: 50 }])
+      searches.push(['notes', { mode: 'vector', vector, model: 'tiny-embed', where: { category: 'drink' } }])
+      searches.push(['many', { mode: 'hybrid', query: 'tea', vector, model: 'tiny-embed', limit: 50 }])
+    }
+    searches.push(['many', { mode: 'vector', vector: [1, 0, 0], model: 'tiny-embed', limit: 50 }])
+    for (const [name, options] of searches) {
+      const label = `${name} ${JSON.stringify(options)}`
+      const exact = (await find('exact', name, options)).hits as any[]
+      const pgvector = (await find('pgvector', name, options)).hits as any[]
+      assert.ok(exact.length > 0, label)
+      assert.deepEqual(pgvector.map((hit) => hit.record), exact.map((hit) => hit.record), label)
+      for (const [index, hit] of exact.entries()) {
+        const other = pgvector[index]
+        const at = `${label}: hit ${index} (row ${hit.record.id})`
+        assert.equal(other.vectorRank, hit.vectorRank, at)
+        assert.equal(other.fullTextRank, hit.fullTextRank, at)
+        assert.equal(other.fullTextScore, hit.fullTextScore, at)
+        assert.equal(other.fusionScore, hit.fusionScore, at)
+        assert.ok(Math.abs(other.vectorDistance - hit.vectorDistance) < CLOSE, `${at}: distance ${other.vectorDistance} against ${hit.vectorDistance}`)
+        assert.ok(Math.abs(other.vectorSimilarity - hit.vectorSimilarity) < CLOSE, `${at}: similarity ${other.vectorSimilarity} against ${hit.vectorSimilarity}`)
+      }
+    }
   })
 })
