@@ -13,7 +13,13 @@
  * Environment: DATABASE_URL (adds PostgreSQL), BENCH_SEARCH_STORAGES (default
  * "pglite,postgres"), BENCH_SEARCH_ROWS (default "10000,100000"), BENCH_SEARCH_ROUNDS
  * (default "20,5", per row count). A mode the platform refuses (the statement timeout) is
- * reported as `failed` with its code. The last line is one JSON object.
+ * reported as failed with its code.
+ *
+ * The last line is one JSON object, as every bench ends: `{"bench": "search", "ratios",
+ * "figures"}`. `ratios` holds each measured case's search p50 over the floor's p50 of the same
+ * run (`pglite_exact_10k_fullText_p50_vs_floor`); `figures` the p50 and p99 of both in ms
+ * (`pglite_exact_10k_fullText_search_p50_ms`, `…_floor_p99_ms`), the run's settings
+ * (`dimensions`, `rows`, `rounds`, `limit`) and `failed`: case -> the code it failed with.
  */
 import { performance } from 'node:perf_hooks'
 import { bundle, manifest, startHarness, type Harness } from '../../packages/platform/test/harness.ts'
@@ -80,12 +86,14 @@ function queryVector(seedValue: number): number[] {
   return Array.from({ length: DIMENSIONS }, (_, d) => Math.sin(seedValue * 3.1 + (d + 1) * 78.233))
 }
 
+const LIMIT = 10
+
 function options(mode: typeof MODES[number], round: number): Record<string, unknown> {
   const query = `${WORDS[round % WORDS.length]} ${WORDS[(round + 5) % WORDS.length]}`
   const vector = queryVector(round + 1)
-  if (mode === 'fullText') return { mode, query, limit: 10 }
-  if (mode === 'vector') return { mode, vector, model: 'bench-384', limit: 10 }
-  return { mode, query, vector, model: 'bench-384', limit: 10 }
+  if (mode === 'fullText') return { mode, query, limit: LIMIT }
+  if (mode === 'vector') return { mode, vector, model: 'bench-384', limit: LIMIT }
+  return { mode, query, vector, model: 'bench-384', limit: LIMIT }
 }
 
 function percentile(values: number[], p: number): number {
@@ -167,9 +175,33 @@ async function benchStorage(storage: 'pglite' | 'postgres', results: (Row | Fail
   }
 }
 
+/** A case's key: storage, vector path, rows (10k, 100k), mode. */
+function caseKey(result: Row | Failed): string {
+  const rows = result.rows % 1000 === 0 ? `${result.rows / 1000}k` : String(result.rows)
+  return `${result.storage}_${result.path}_${rows}_${result.mode}`
+}
+
+/** The closing line: ratios (search p50 over the floor's p50, same run) and figures (ms, settings, failures). */
+function summaryJson(results: (Row | Failed)[]): { bench: 'search'; ratios: Record<string, number>; figures: Record<string, unknown> } {
+  const ratios: Record<string, number> = {}
+  const failed: Record<string, string> = {}
+  const figures: Record<string, unknown> = { dimensions: DIMENSIONS, rows: ROWS, rounds: ROUNDS, limit: LIMIT }
+  for (const result of results) {
+    const key = caseKey(result)
+    if ('failed' in result) { failed[key] = result.failed; continue }
+    ratios[`${key}_p50_vs_floor`] = result.ratioP50
+    figures[`${key}_search_p50_ms`] = result.searchP50
+    figures[`${key}_search_p99_ms`] = result.searchP99
+    figures[`${key}_floor_p50_ms`] = result.floorP50
+    figures[`${key}_floor_p99_ms`] = result.floorP99
+  }
+  figures['failed'] = failed
+  return { bench: 'search', ratios, figures }
+}
+
 const STORAGES = (process.env.BENCH_SEARCH_STORAGES ?? 'pglite,postgres').split(',')
 const results: (Row | Failed)[] = []
 if (STORAGES.includes('pglite')) await benchStorage('pglite', results)
 if (STORAGES.includes('postgres') && process.env.DATABASE_URL) await benchStorage('postgres', results)
-console.log(JSON.stringify({ bench: 'search', dimensions: DIMENSIONS, results }))
+console.log(JSON.stringify(summaryJson(results)))
 process.exit(0)
