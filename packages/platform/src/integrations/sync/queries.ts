@@ -1,6 +1,10 @@
 /**
  * SQL of integration sync (platform.integration_syncs, migration 0024), one function per
  * statement, and the reads of connections, contracts and bindings the scheduler needs.
+ *
+ * A row's next_run_at is normally the first occurrence after its handled_through; a row whose
+ * next_run_at is not after its handled_through (equal to it) owes the connection its first run
+ * after a first binding, due at once (scheduler.ts, "Start").
  */
 import { first, type Queryable } from '../../db/db.ts'
 import type { IntegrationSync } from '../../manifest/index.ts'
@@ -85,41 +89,53 @@ export async function insertSync(
 }
 
 /**
- * Moves a row that holds `from` (handled_through) and no live lease: to a new schedule, a new
- * handled_through and next_run_at (null: stopped). False when another process moved it first.
+ * Where a row stands: its handled_through and next_run_at as the caller read them. Moves and
+ * claims compare both, so a process that read the row before another moved it loses; the pair
+ * is needed because a first run's claim may leave handled_through where it was (claimed at the
+ * binding's own instant) while it always moves next_run_at past it.
+ */
+export interface SyncPosition {
+  from: Date
+  fromNextRunAt: Date | null
+}
+
+/**
+ * Moves a row that stands at `from`/`fromNextRunAt` and holds no live lease: to a new schedule,
+ * a new handled_through and next_run_at (null: stopped). False when another process moved it first.
  */
 export async function moveSync(
   db: Queryable,
-  move: {
-    connectionId: string; from: Date; schedule: string; timezone: string; handledThrough: Date; nextRunAt: Date | null; now: Date
-  },
+  move: SyncPosition & { connectionId: string; schedule: string; timezone: string; handledThrough: Date; nextRunAt: Date | null; now: Date },
 ): Promise<boolean> {
   const rows = await db.query(
     `update platform.integration_syncs
         set schedule = $3, timezone = $4, handled_through = $5, next_run_at = $6, updated_at = $7
-      where connection_id = $1 and handled_through = $2 and (running_until is null or running_until <= $7)
+      where connection_id = $1 and handled_through = $2 and next_run_at is not distinct from $8
+        and (running_until is null or running_until <= $7)
       returning connection_id`,
-    [move.connectionId, move.from, move.schedule, move.timezone, move.handledThrough, move.nextRunAt, move.now],
+    [move.connectionId, move.from, move.schedule, move.timezone, move.handledThrough, move.nextRunAt, move.now, move.fromNextRunAt],
   )
   return rows.length === 1
 }
 
 /**
- * Claims the run of the occurrence `due` for `owner`: handled_through moves from `from` to
- * `due` and the lease lasts until `runningUntil`, only when no other run holds a live lease
- * and no other process handled the occurrence first. False when the claim was lost.
+ * Claims a run for `owner`: handled_through moves from `from` to `due` (the occurrence it runs,
+ * or for a first run the claim's instant) and the lease lasts until `runningUntil`, only when
+ * no other run holds a live lease and no other process moved the row first. False when the
+ * claim was lost.
  */
 export async function claimSync(
   db: Queryable,
-  claim: { connectionId: string; from: Date; due: Date; nextRunAt: Date | null; runningUntil: Date; owner: string; runId: string; now: Date },
+  claim: SyncPosition & { connectionId: string; due: Date; nextRunAt: Date | null; runningUntil: Date; owner: string; runId: string; now: Date },
 ): Promise<boolean> {
   const rows = await db.query(
     `update platform.integration_syncs
         set handled_through = $3, next_run_at = $4, running_until = $5, lease_owner = $6, run_id = $7,
             last_started_at = $8, updated_at = $8
-      where connection_id = $1 and handled_through = $2 and (running_until is null or running_until <= $8)
+      where connection_id = $1 and handled_through = $2 and next_run_at is not distinct from $9
+        and (running_until is null or running_until <= $8)
       returning connection_id`,
-    [claim.connectionId, claim.from, claim.due, claim.nextRunAt, claim.runningUntil, claim.owner, claim.runId, claim.now],
+    [claim.connectionId, claim.from, claim.due, claim.nextRunAt, claim.runningUntil, claim.owner, claim.runId, claim.now, claim.fromNextRunAt],
   )
   return rows.length === 1
 }

@@ -12,9 +12,16 @@
  *   is only suspended does not count, like the broker refuses its calls). An occurrence that
  *   comes due while the connection may not sync is skipped; when nothing counts any more the
  *   row stops (next_run_at null) until something does again.
- * - Start. The first run is the first occurrence after the connection became active and
- *   bound (the oldest counting binding's creation, or the reconnection); never an immediate
- *   run. A new schedule or zone (a provider deploy) starts at that deploy, as cron does.
+ * - Start. A first binding owes the connection a run at once: the first tick after it (within
+ *   about 15 seconds) claims that run like an occurrence (the same lease, so exactly once
+ *   across processes), and the schedule continues from it. A first binding is the one that
+ *   starts the connection's sync (it has no row yet, also when its provider has just declared
+ *   `sync`) or starts it again after it stopped because no binding counted: the counting
+ *   bindings are all newer than the stop. A binding removed and made again before the next
+ *   occurrence never stopped the sync, so it keeps its schedule. Resuming for another reason
+ *   (a reconnection, the provider app active again, an older binding counting again) runs at
+ *   the next occurrence, or catches up like downtime. A new schedule or zone (a provider
+ *   deploy) starts at that deploy, as cron does.
  * - Overlap. Never two runs of one connection, across processes: the claim is a conditional
  *   update of the connection's row that sets a lease (timeout + grace). A run whose process
  *   died is taken over once the lease expires. An occurrence that comes due while a run is in
@@ -121,27 +128,34 @@ export function createSyncScheduler(deps: SyncSchedulerDeps): SyncScheduler {
     // the connection was active and bound.
     const floor = (handledThrough: Date) =>
       latest(handledThrough, new Date(now.getTime() - COALESCE_WINDOW_MS), mayRun ? boundSince : null, activeSince)
-    let state = row.has_row
+    let state: SyncState | null = row.has_row
       ? { schedule: row.schedule!, timezone: row.timezone!, handledThrough: new Date(row.handled_through!), nextRunAt: row.next_run_at === null ? null : new Date(row.next_run_at) }
       : null
     if (mayRun && (state === null || state.nextRunAt === null || state.schedule !== sync.schedule || state.timezone !== sync.timezone)) {
       // Start: a first binding, a resumed connection, or the contract's new schedule (from its deploy on).
-      const changed = state !== null && (state.schedule !== sync.schedule || state.timezone !== sync.timezone)
-      const handledThrough = state === null ? earliest(now, latest(boundSince, activeSince))
-        : changed ? earliest(now, row.published_at === null ? now : new Date(row.published_at))
-        : state.handledThrough
-      const nextRunAt = nextAfter(sync, floor(handledThrough))
+      // A first binding: none before, a first run still owed, or every counting binding made after the sync stopped.
+      const firstBinding = state === null || owesFirstRun(state) || (state.nextRunAt === null && boundSince.getTime() > state.handledThrough.getTime())
+      let handledThrough = earliest(now, latest(boundSince, activeSince))
+      if (state !== null && !firstBinding) {
+        const changed = state.schedule !== sync.schedule || state.timezone !== sync.timezone
+        handledThrough = changed ? earliest(now, row.published_at === null ? now : new Date(row.published_at)) : state.handledThrough
+      }
+      // A first binding's run is due at once (next_run_at = handled_through); otherwise the next occurrence.
+      const nextRunAt = firstBinding ? handledThrough : nextAfter(sync, floor(handledThrough))
       const fresh = { schedule: sync.schedule, timezone: sync.timezone, handledThrough, nextRunAt }
       const made = state === null
         ? await insertSync(db, { connectionId: row.connection_id, ...fresh, now })
-        : await moveSync(db, { connectionId: row.connection_id, from: state.handledThrough, ...fresh, now })
+        : await moveSync(db, { connectionId: row.connection_id, from: state.handledThrough, fromNextRunAt: state.nextRunAt, ...fresh, now })
       if (!made) return 'nothing'
       state = fresh
     }
     if (state === null || state.nextRunAt === null || state.nextRunAt > now) return 'nothing'
-    const move = { connectionId: row.connection_id, from: state.handledThrough, schedule: state.schedule, timezone: state.timezone, now }
+    const move = {
+      connectionId: row.connection_id, from: state.handledThrough, fromNextRunAt: state.nextRunAt, schedule: state.schedule, timezone: state.timezone, now,
+    }
     const after = floor(state.handledThrough)
-    const due = latestOccurrence(state.schedule, { timezone: state.timezone, after, upTo: now })
+    // A first run handles everything up to now; a scheduled one, the latest occurrence due.
+    const due = owesFirstRun(state) ? now : latestOccurrence(state.schedule, { timezone: state.timezone, after, upTo: now })
     if (!mayRun) {
       // Stopped until the connection may sync again; what came due meanwhile is skipped.
       await moveSync(db, { ...move, handledThrough: due ?? state.handledThrough, nextRunAt: null })
@@ -160,7 +174,7 @@ export function createSyncScheduler(deps: SyncSchedulerDeps): SyncScheduler {
     }
     const runId = randomUUID()
     const claimed = await claimSync(db, {
-      connectionId: row.connection_id, from: state.handledThrough, due, nextRunAt,
+      connectionId: row.connection_id, from: state.handledThrough, fromNextRunAt: state.nextRunAt, due, nextRunAt,
       runningUntil: new Date(now.getTime() + SYNC_TIMEOUT_MS + leaseGraceMs), owner, runId, now,
     })
     if (!claimed) return 'nothing'
@@ -220,6 +234,19 @@ export function createSyncScheduler(deps: SyncSchedulerDeps): SyncScheduler {
     tick,
     idle,
   }
+}
+
+/** A connection's row as a tick reads it. */
+interface SyncState {
+  readonly schedule: string
+  readonly timezone: string
+  readonly handledThrough: Date
+  readonly nextRunAt: Date | null
+}
+
+/** Whether the row owes the connection the first run after a first binding (queries.ts: next_run_at not after handled_through). */
+function owesFirstRun(state: SyncState): boolean {
+  return state.nextRunAt !== null && state.nextRunAt.getTime() <= state.handledThrough.getTime()
 }
 
 function nextAfter(schedule: { schedule: string; timezone: string }, from: Date): Date | null {

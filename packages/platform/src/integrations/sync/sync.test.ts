@@ -1,128 +1,39 @@
 /**
  * Integration sync end to end (spec 2.6 `sync`, 3.2, 4.4, 8) with real Deno Functions: a
- * provider app "shop" whose contract declares a sync, a consumer app "desk" with a slot for
- * it, and a sync Function that reports each run to a server in this test (reached on
+ * provider app "shop" whose contract declares a sync, consumer apps "desk" and "desk2" with a
+ * slot for it, and a sync Function that reports each run to a server in this test (reached on
  * loopback) and does what the test tells it: succeed, fail, answer unauthorized, or hold
- * until released. The scheduler is driven by `tick()` under a ManualClock.
+ * until released (test-provider.ts). The scheduler is driven by `tick()` under a ManualClock;
+ * processes.test.ts runs it in child platform processes.
  */
 import assert from 'node:assert/strict'
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { randomBytes } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import { backend, createTestDb } from '../../../test/test-db.ts'
 import { manifest, ownerApi, type Harness } from '../../../test/harness.ts'
 import { capturedLog, type CapturedLog } from '../../../test/captured-log.ts'
-import { consumerManifest, createTestConnection, deployApp, listOrders, ordersContract } from '../../../test/integration-fixture.ts'
+import { consumerManifest, createTestConnection, deployApp } from '../../../test/integration-fixture.ts'
 import { eventually } from '../../../test/eventually.ts'
 import { AUTH, signedInBrowser } from '../../../test/sign-in-flow.ts'
 import { ManualClock } from '../../lib/clock.ts'
 import { newSecret } from '../../lib/crypto.ts'
 import { findUserById } from '../../identity/index.ts'
+import { createProviderInvoker } from '../provider-invoker.ts'
 import { findConnection, findPublishedIntegration, replaceCredentials } from '../connections/connections.ts'
 import { startPlatform, startSecondProcess } from '../oauth/test-platform.ts'
+import { createSyncScheduler } from './scheduler.ts'
 import { syncStatus } from './status.ts'
+import { providerFiles, startReporter, type SyncBlock, type SyncReporter } from './test-provider.ts'
 
 const API_KEY = 'sk_live_sync_secret_3f9a1c77e0'
 const NEW_KEY = 'sk_live_sync_replaced_b84d2e19'
-
-type Mode = 'ok' | 'fail' | 'unauthorized' | 'hold'
-
-interface Report {
-  input: unknown
-  integration: { connectionId: string; trigger: string; operation: string | null }
-  key: string | null
-  env: string
-  emitted: number
-}
-
-/** The test's side of the sync Function: records each run and answers what it should do. */
-function startReporter() {
-  const reports: Report[] = []
-  let mode: Mode = 'ok'
-  let active = 0
-  let maxActive = 0
-  let release: () => void = () => {}
-  let held = new Promise<void>((resolve) => { release = resolve })
-  const server: Server = createServer((req, res) => {
-    let body = ''
-    req.on('data', (chunk) => { body += chunk })
-    req.on('end', () => {
-      reports.push(JSON.parse(body) as Report)
-      active += 1
-      maxActive = Math.max(maxActive, active)
-      const answer = mode
-      void (answer === 'hold' ? held : Promise.resolve()).then(() => {
-        active -= 1
-        res.end(answer === 'hold' ? 'ok' : answer)
-      })
-    })
-  })
-  return {
-    server,
-    reports,
-    get active() { return active },
-    get maxActive() { return maxActive },
-    /** Starts counting the most runs at once afresh. */
-    resetMax() { maxActive = active },
-    setMode(next: Mode) { mode = next },
-    /** Lets every held run finish, and holds later ones again. */
-    release() {
-      release()
-      held = new Promise<void>((resolve) => { release = resolve })
-    },
-  }
-}
-
-/** A contract's sync block (spec 2.6). */
-interface SyncBlock { function: string; schedule: string; timezone?: string }
-
-function providerManifest(sync: SyncBlock): string {
-  return `functions:
-  - name: syncImpl
-    entrypoint: functions/sync.ts
-    access: system
-    timeoutSeconds: 1
-  - name: ordersImpl
-    entrypoint: functions/orders.ts
-    access: system
-${ordersContract({ operations: [listOrders('ordersImpl')], events: [{ type: 'order.updated', capability: 'orders.read', description: 'An order changed' }], sync })}`
-}
-
-function syncCode(port: number): string {
-  return `import { defineFunction, errors, object } from '@service/server'
-export default defineFunction({
-  input: object({}),
-  async handler({ input, integration, secrets }) {
-    const emitted = await integration.emit({ type: 'order.updated', id: 'o-' + crypto.randomUUID(), data: { status: 'paid' } })
-    let env = 'readable'
-    try { Deno.env.get('SHOP_API_KEY') } catch { env = 'denied' }
-    const res = await fetch('http://127.0.0.1:${port}/run', {
-      method: 'POST',
-      body: JSON.stringify({
-        input,
-        integration: { connectionId: integration.connectionId, trigger: integration.trigger, operation: integration.operation ?? null },
-        key: await secrets.get('SHOP_API_KEY'),
-        env,
-        emitted,
-      }),
-    })
-    const mode = await res.text()
-    if (mode === 'unauthorized') throw errors.unauthorized('KEY_REJECTED', 'the shop rejected the key')
-    if (mode === 'fail') throw errors.badRequest('SHOP_BROKE', 'the shop could not list its orders')
-    return { synced: true }
-  },
-})
-`
-}
 
 const EVERY_15_MINUTES: SyncBlock = { function: 'syncImpl', schedule: '*/15 * * * *' }
 
 describe(`integration sync (${backend})`, () => {
   let h: Harness
   let log: CapturedLog
-  let reporter: ReturnType<typeof startReporter>
-  let port: number
+  let reporter: SyncReporter
   let alice: { token: string; userId: string } // administrator of Acme, owns the provider app
   let bob: { token: string; userId: string } // member of Acme, owns the consumer app and the connection
   let connectionId: string
@@ -135,20 +46,13 @@ describe(`integration sync (${backend})`, () => {
     return done
   }
   const status = () => syncStatus(h.t.db, { connectionId, now: h.clock.now() })
-  const bind = async (app = 'desk') => assert.equal((await ownerApi(h, bob.token, 'PUT', `/v1/apps/${app}/integrations/shop/binding`, { connectionId })).status, 200)
+  const bind = async (app = 'desk', id = connectionId) =>
+    assert.equal((await ownerApi(h, bob.token, 'PUT', `/v1/apps/${app}/integrations/shop/binding`, { connectionId: id })).status, 200)
   const unbind = async (app = 'desk') => assert.equal((await ownerApi(h, bob.token, 'DELETE', `/v1/apps/${app}/integrations/shop/binding`)).status, 204)
-  const deployProvider = (sync: SyncBlock) => deployApp(h, alice.token, 'shop', {
-    'service.yaml': manifest('shop', providerManifest(sync), 'private'),
-    'functions/sync.ts': syncCode(port),
-    'functions/orders.ts': `import { defineFunction, object } from '@service/server'
-export default defineFunction({ input: object({}), handler: () => [] })
-`,
-  })
+  const deployProvider = (sync: SyncBlock) => deployApp(h, alice.token, 'shop', providerFiles({ port: reporter.port, sync }))
 
   before(async () => {
-    reporter = startReporter()
-    await new Promise<void>((resolve) => reporter.server.listen(0, '127.0.0.1', resolve))
-    port = (reporter.server.address() as AddressInfo).port
+    reporter = await startReporter()
     log = capturedLog('debug')
     h = await startPlatform(await createTestDb(), {
       allowNet: ['127.0.0.1'], masterKey, clock: new ManualClock('2026-11-21T12:00:00Z'), operatorKey: newSecret('svc_operator_'), logger: log.logger,
@@ -168,49 +72,62 @@ export default defineFunction({ input: object({}), handler: () => [] })
   after(async () => {
     reporter.release()
     await h.close()
-    await new Promise((resolve) => reporter.server.close(resolve))
+    await reporter.close()
   })
 
-  test('a connection syncs only while bound: first at the first occurrence after the binding, never after the last binding goes', async () => {
+  test('a connection syncs only while bound: a first run shortly after the first binding, then at each occurrence, never after the last binding goes', async () => {
     assert.deepEqual(await tick(), { started: 0, skipped: 0 })
     assert.equal(await status(), null, 'an unbound connection has no sync')
     at('2026-11-21T12:20:00Z')
     assert.equal((await tick()).started, 0, '12:15 passed while unbound')
     at('2026-11-21T12:22:00Z')
     await bind()
-    assert.equal((await tick()).started, 0, 'binding does not run at once')
-    assert.deepEqual((await status())?.nextRunAt, new Date('2026-11-21T12:30:00Z'))
+    at('2026-11-21T12:22:10Z')
+    assert.equal((await tick()).started, 1, 'the first binding runs at the next tick, not at the next occurrence')
+    assert.equal((await tick()).started, 0, 'the first run runs once')
+    assert.equal(reporter.reports.length, 1)
+    let s = (await status())!
+    assert.equal(s.lastOutcome, 'succeeded')
+    assert.deepEqual(s.lastStartedAt, new Date('2026-11-21T12:22:10Z'))
+    assert.deepEqual(s.nextRunAt, new Date('2026-11-21T12:30:00Z'), 'then the schedule')
     at('2026-11-21T12:29:59Z')
     assert.equal((await tick()).started, 0)
-    assert.equal(reporter.reports.length, 0)
+    assert.equal(reporter.reports.length, 1)
 
     at('2026-11-21T12:30:00Z')
     assert.equal((await tick()).started, 1)
     assert.equal((await tick()).started, 0, 'an occurrence runs once')
-    assert.equal(reporter.reports.length, 1)
-    let s = (await status())!
-    assert.equal(s.lastOutcome, 'succeeded')
+    assert.equal(reporter.reports.length, 2)
+    s = (await status())!
     assert.deepEqual(s.lastFinishedAt, new Date('2026-11-21T12:30:00Z'))
     assert.deepEqual(s.nextRunAt, new Date('2026-11-21T12:45:00Z'))
     at('2026-11-21T12:45:30Z')
     assert.equal((await tick()).started, 1)
-    assert.equal(reporter.reports.length, 2)
+    assert.equal(reporter.reports.length, 3)
 
     // Bound into a second app, then unbound from the first: it still syncs, once per occurrence.
     at('2026-11-21T12:46:00Z')
     await bind('desk2')
+    assert.equal((await tick()).started, 0, 'a second binding is not a first binding')
     at('2026-11-21T12:50:00Z')
     await unbind('desk')
     at('2026-11-21T13:00:00Z')
     assert.deepEqual(await tick(), { started: 1, skipped: 0 })
-    assert.equal(reporter.reports.length, 3)
+    assert.equal(reporter.reports.length, 4)
+    // The last binding removed and made again before the next occurrence: the sync never stopped.
+    at('2026-11-21T13:02:00Z')
+    await unbind('desk2')
+    at('2026-11-21T13:03:00Z')
+    await bind('desk2')
+    assert.deepEqual(await tick(), { started: 0, skipped: 0 }, 'no first run: the schedule continues')
+    assert.deepEqual((await status())?.nextRunAt, new Date('2026-11-21T13:15:00Z'))
     at('2026-11-21T13:05:00Z')
     await unbind('desk2')
     at('2026-11-21T13:15:00Z')
     assert.deepEqual(await tick(), { started: 0, skipped: 1 })
     at('2026-11-21T13:30:00Z')
     assert.deepEqual(await tick(), { started: 0, skipped: 0 })
-    assert.equal(reporter.reports.length, 3, 'no run after the last binding went')
+    assert.equal(reporter.reports.length, 4, 'no run after the last binding went')
     s = (await status())!
     assert.equal(s.nextRunAt, null, 'stopped')
     assert.equal(s.lastOutcome, 'succeeded', 'the last sync is still shown')
@@ -219,6 +136,14 @@ export default defineFunction({ input: object({}), handler: () => [] })
     const browser = await signedInBrowser(h, 'bob@acme.test')
     const page = await (await browser.fetch(`${AUTH}/connections/${connectionId}`)).text()
     assert.match(page, /<span id="last-sync">2026-11-21 13:00:00 UTC, succeeded <span class="muted">\(stopped until the connection is active and bound into an app\)<\/span><\/span>/)
+
+    // Bound again after the sync stopped: a new first binding.
+    at('2026-11-21T13:31:00Z')
+    await bind()
+    assert.equal((await tick()).started, 1, 'a binding made after the sync stopped runs at once')
+    assert.equal((await tick()).started, 0)
+    assert.equal(reporter.reports.length, 5)
+    assert.deepEqual((await status())?.nextRunAt, new Date('2026-11-21T13:45:00Z'))
   })
 
   test('the sync Function gets input {}, ctx.integration { connectionId, trigger: sync }, the credential only through ctx.secrets, and may emit', async () => {
@@ -231,8 +156,6 @@ export default defineFunction({ input: object({}), handler: () => [] })
   })
 
   test('a failed run is not retried: the next occurrence runs', async () => {
-    at('2026-11-21T13:31:00Z')
-    await bind()
     reporter.setMode('fail')
     at('2026-11-21T13:45:00Z')
     assert.equal((await tick()).started, 1)
@@ -393,5 +316,43 @@ export default defineFunction({ input: object({}), handler: () => [] })
     at('2027-03-28T01:00:00Z')
     assert.equal((await tick()).started, 1)
     assert.deepEqual((await status())?.nextRunAt, new Date('2027-03-29T00:30:00Z'), '02:30 CEST')
+  })
+
+  test('on a daily schedule a first binding runs at the next tick, not at the next day\'s occurrence, exactly once however many schedulers tick, then at each occurrence', async () => {
+    at('2027-03-28T09:00:00Z')
+    const second = await createTestConnection(h, { userId: bob.userId, kind: 'personal', label: 'Bob\'s second shop', values: { SHOP_API_KEY: NEW_KEY } })
+    await bind('desk2', second)
+    const secondStatus = () => syncStatus(h.t.db, { connectionId: second, now: h.clock.now() })
+    // Two more processes of the deployment: schedulers of their own (own lease owner, own capacity) over the same database.
+    const others = [1, 2].map(() => createSyncScheduler({
+      db: h.t.db, clock: h.clock, logger: log.logger, keyring: h.platform.connectionKeyring,
+      invokeProvider: createProviderInvoker({ db: h.t.db, host: () => h.platform.functions }),
+    }))
+    const schedulers = [h.platform.sync, ...others]
+    const tickAll = async () => {
+      const ticks = await Promise.all(schedulers.flatMap((scheduler) => [scheduler.tick(), scheduler.tick()]))
+      await Promise.all(schedulers.map((scheduler) => scheduler.idle()))
+      return ticks.reduce((sum, done) => sum + done.started, 0)
+    }
+    try {
+      const runs = reporter.reports.length
+      at('2027-03-28T09:00:15Z')
+      assert.equal(await tickAll(), 1, 'one scheduler claims the first run')
+      assert.equal(await tickAll(), 0, 'and it runs once')
+      assert.deepEqual(reporter.reports.slice(runs).map((report) => report.integration.connectionId), [second])
+      const s = (await secondStatus())!
+      assert.deepEqual(s.lastStartedAt, new Date('2027-03-28T09:00:15Z'))
+      assert.equal(s.lastOutcome, 'succeeded')
+      assert.deepEqual(s.nextRunAt, new Date('2027-03-29T00:30:00Z'), 'then the daily schedule (02:30 CEST)')
+      at('2027-03-28T12:00:00Z')
+      assert.equal(await tickAll(), 0)
+
+      at('2027-03-29T00:30:00Z')
+      assert.equal(await tickAll(), 2, 'each connection runs once at the occurrence')
+      assert.deepEqual(reporter.reports.slice(runs + 1).map((report) => report.integration.connectionId).sort(), [connectionId, second].sort())
+      assert.deepEqual((await secondStatus())?.nextRunAt, new Date('2027-03-30T00:30:00Z'))
+    } finally {
+      await Promise.all(others.map((scheduler) => scheduler.stop()))
+    }
   })
 })
