@@ -272,6 +272,23 @@ export default defineFunction({ input: object({ mode: string() }), handler: () =
     assert.equal((await api(bob.token, 'DELETE', '/v1/apps/desk/integrations/shop/binding')).body.error.code, 'BINDING_NOT_FOUND')
   })
 
+  test('a person outside the provider\'s Use audience may not bind an organisation connection, even into an app they own', async () => {
+    const org = await connection(alice.userId, { kind: 'organisation', key: ORG_KEY })
+    assert.equal((await api(alice.token, 'PUT', '/v1/apps/shop/integration-audience', { useScope: 'people', usePeople: ['carol@acme.test'] })).status, 200)
+    try {
+      const refused = await api(bob.token, 'PUT', '/v1/apps/desk/integrations/shop/binding', { connectionId: org })
+      assert.equal(refused.status, 403, refused.text)
+      assert.equal(refused.body.error.code, 'FORBIDDEN')
+      assert.match(refused.body.error.message, /Use audience/)
+      assertCode(await call({ slot: 'shop' }), 'INTEGRATION_NOT_BOUND')
+    } finally {
+      assert.equal((await api(alice.token, 'PUT', '/v1/apps/shop/integration-audience', { useScope: 'organisation' })).status, 200)
+    }
+    // Back in the audience, the same request binds.
+    assert.equal((await api(bob.token, 'PUT', '/v1/apps/desk/integrations/shop/binding', { connectionId: org })).status, 200)
+    assert.equal((await api(bob.token, 'DELETE', '/v1/apps/desk/integrations/shop/binding')).status, 204)
+  })
+
   test('typed 4xx errors reach the consumer unchanged; the provider\'s input schema stays authoritative', async () => {
     const id = await connection(bob.userId, { kind: 'personal', key: API_KEY })
     assert.equal((await api(bob.token, 'PUT', '/v1/apps/desk/integrations/shop/binding', { connectionId: id })).status, 200)
