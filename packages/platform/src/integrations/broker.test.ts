@@ -379,6 +379,67 @@ export default defineFunction({ input: object({ mode: string() }), handler: () =
     assert.equal(rows[0]!.status, 'revoked')
   })
 
+  /** How many operation calls the provider's Function has recorded in its own table. */
+  async function providerCalls(): Promise<number> {
+    return (await h.t.db.query<{ n: number }>('select count(*)::int as n from app_shop.calls'))[0]!.n
+  }
+
+  async function organisationOf(userId: string): Promise<string> {
+    return (await h.t.db.query<{ organisation_id: string }>('select organisation_id from platform.users where id = $1', [userId]))[0]!.organisation_id
+  }
+
+  test('a call fails INTEGRATION_NOT_FOUND without running the provider while the provider app is paused, suspended or archived', async () => {
+    const org = await connection(alice.userId, { kind: 'organisation', key: ORG_KEY })
+    assert.equal((await api(bob.token, 'PUT', '/v1/apps/desk/integrations/shop/binding', { connectionId: org })).status, 200)
+    assert.ok((await call({ slot: 'shop' })).ok)
+    const before = await providerCalls()
+    for (const status of ['paused', 'suspended', 'archived']) {
+      await h.t.db.query('update platform.apps set status = $1 where slug = $2', [status, 'shop'])
+      try {
+        assertCode(await call({ slot: 'shop' }), 'INTEGRATION_NOT_FOUND', 404)
+      } finally {
+        await h.t.db.query('update platform.apps set status = $1 where slug = $2', ['active', 'shop'])
+      }
+    }
+    assert.equal(await providerCalls(), before, 'the provider\'s Function never ran')
+    const again = await call({ slot: 'shop' })
+    assert.ok(again.ok && again.value.digest === digest(ORG_KEY), JSON.stringify(again))
+  })
+
+  test('a call fails without running the provider when consumer, provider and connection are not in one organisation', async () => {
+    // Bound by the provider's owner, who may always use its integration: only the organisation
+    // check stands between the call and the provider when the provider app is elsewhere.
+    assert.equal((await api(bob.token, 'PUT', '/v1/apps/desk/members/alice@acme.test', { role: 'edit' })).status, 201)
+    const org = await connection(alice.userId, { kind: 'organisation', key: ORG_KEY })
+    assert.equal((await api(alice.token, 'PUT', '/v1/apps/desk/integrations/shop/binding', { connectionId: org })).status, 200)
+    assert.ok((await call({ slot: 'shop' })).ok)
+    const acme = await organisationOf(alice.userId)
+    const globex = await organisationOf(eve.userId)
+    const before = await providerCalls()
+    const moved = async (table: 'apps' | 'connections', key: string, expect: (result: Awaited<ReturnType<typeof call>>) => void) => {
+      const column = table === 'apps' ? 'slug' : 'id'
+      await h.t.db.query(`update platform.${table} set organisation_id = $1 where ${column} = $2`, [globex, key])
+      try {
+        expect(await call({ slot: 'shop' }))
+      } finally {
+        await h.t.db.query(`update platform.${table} set organisation_id = $1 where ${column} = $2`, [acme, key])
+      }
+    }
+    try {
+      // The consumer in another organisation: the integration is not published there.
+      await moved('apps', 'desk', (result) => assertCode(result, 'INTEGRATION_NOT_FOUND', 404))
+      // The provider in another organisation: its contract, published in Acme, no longer serves Acme's apps.
+      await moved('apps', 'shop', (result) => assertCode(result, 'INTEGRATION_NOT_FOUND', 404))
+      // The connection in another organisation: the binding is suspended while it is.
+      await moved('connections', org, (result) => assertCode(result, 'INTEGRATION_BINDING_SUSPENDED', 403))
+      assert.equal(await providerCalls(), before, 'the provider\'s Function never ran')
+      const again = await call({ slot: 'shop' })
+      assert.ok(again.ok && again.value.digest === digest(ORG_KEY), JSON.stringify(again))
+    } finally {
+      assert.equal((await api(bob.token, 'DELETE', '/v1/apps/desk/members/alice@acme.test')).status, 204)
+    }
+  })
+
   test('a calling_user slot needs a signed-in person and that person\'s own binding (connectUrl to connect and bind)', async () => {
     assertCode(await call({ slot: 'my_shop', userId: null }), 'INTEGRATION_USER_REQUIRED', 401)
     const missing = await call({ slot: 'my_shop', userId: bob.userId })

@@ -253,7 +253,12 @@ export async function callFacts(
   const facts = await selectCallFacts(db, key)
   if (!facts) return null
   const consumer = appFromJson(facts.consumer)
-  const published = facts.provider && facts.contract ? { providerApp: appFromJson(facts.provider), contract: facts.contract } : null
+  const provider = facts.provider ? appFromJson(facts.provider) : null
+  // The contract row keeps the organisation it was published in: the provider app must still
+  // be in the consumer's (spec 5.6, live authority), as selectPublishedContract requires too.
+  const published = provider && facts.contract && provider.organisationId === consumer.organisationId
+    ? { providerApp: provider, contract: facts.contract }
+    : null
   const binding = facts.binding ? toBinding(facts.binding as BindingRow) : null
   const connection = facts.connection ? toConnection(withDates(facts.connection, ['status_changed_at', 'created_at', 'updated_at']) as ConnectionRow) : null
   let standing: StandingFacts | null = null

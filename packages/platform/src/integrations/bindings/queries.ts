@@ -79,11 +79,11 @@ export interface PublishedContractRow extends Record<string, unknown> {
   contract: IntegrationContract
 }
 
-/** The contract an ACTIVE app of the organisation publishes under `name`. */
+/** The contract an ACTIVE app of the organisation (still in it) publishes under `name`. */
 export async function selectPublishedContract(db: Queryable, key: { organisationId: string; name: string }): Promise<PublishedContractRow | undefined> {
   return first<PublishedContractRow>(db,
     `select c.app_id, c.contract from platform.integration_contracts c join platform.apps a on a.id = c.app_id
-      where c.organisation_id = $1 and c.name = $2 and a.status = 'active'`,
+      where c.organisation_id = $1 and c.name = $2 and a.status = 'active' and a.organisation_id = $1`,
     [key.organisationId, key.name])
 }
 
