@@ -41,7 +41,7 @@ import { createIntegrationEvents, type DeliveryWorkerOptions, type IntegrationEv
 import { createProviderInvoker } from './integrations/provider-invoker.ts'
 import { createDataApi, createSchemaCache } from './data-api/index.ts'
 import { createNamespaceSql, type NamespaceSql } from './namespaces/namespace-sql.ts'
-import { callFunction, callRoute, createFunctionHost, type FunctionHost } from './functions/index.ts'
+import { FILE_INLINE_BYTES, FILE_PIECE_BYTES, callFunction, callRoute, createFunctionHost, type FunctionHost } from './functions/index.ts'
 import { createAi } from './ai/index.ts'
 import { createFileStorage, createFiles, createFilesContext, filesRoutes, readManagedFile, type FileStorage, type FilesDeps, type ManagedFiles } from './files/index.ts'
 import { join } from 'node:path'
@@ -216,7 +216,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     jobs: { answer: (call) => jobs.answer(call) },
     integrations: { answer: (call) => broker.answer(call) },
     events: { emit: (call) => events.emit(call) },
-    files: createFilesContext(files),
+    files: createFilesContext(files, { pipe: { inlineBytes: FILE_INLINE_BYTES, pieceBytes: FILE_PIECE_BYTES } }),
     ai: createAi({ settings: deps.config.ai ?? NO_AI, logger, readFile: (input) => readManagedFile({ db, files }, input) }),
     ...(deps.config.functionMemoryMb === undefined ? {} : { memoryBudgetMb: deps.config.functionMemoryMb }),
     ...(deps.config.functionHeapMb === undefined ? {} : { maxHeapMb: deps.config.functionHeapMb }),

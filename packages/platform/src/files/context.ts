@@ -1,14 +1,14 @@
 /**
  * `ctx.files` as the platform answers it (functions/host.ts, case 'files'). Bytes cross the
  * worker pipe as Uint8Array inside JSON lines (functions/protocol.ts), and a context call
- * carries at most 1 MiB of JSON, so the worker sends a file of up to INLINE_FILE_BYTES in
- * one call and a larger one in pieces of PIPE_CHUNK_BYTES (functions/worker/worker.ts):
+ * carries at most 1 MiB of JSON, so the worker sends a file of up to the pipe's inline size in
+ * one call and a larger one in pieces of the pipe's piece size (functions/worker/worker.ts):
  *
  *   upload(file) / replace(ref, file) -> ref    one call, data inline
  *   upload.begin({ name, contentType, size, replaces? }) -> { uploadId }
  *   upload.chunk(uploadId, bytes)               in order; each resolves once storage took it
  *   upload.finish(uploadId) -> ref              the file is committed
- *   download(ref) -> info and data (inline), or info and `data: null` past INLINE_FILE_BYTES
+ *   download(ref) -> info and data (inline), or info and `data: null` past the inline size
  *   download.chunk(ref, { generation, offset, length }) -> bytes
  *
  * So the platform never holds more than a piece or two of a file (and one S3 part) in
@@ -17,13 +17,19 @@
  */
 import { randomUUID } from 'node:crypto'
 import { ServiceError } from '../lib/errors.ts'
-import { FILE_INLINE_BYTES, FILE_PIECE_BYTES } from '../functions/protocol.ts'
 import { checkContentType, checkFileName, type FileCaller, type FileInfo, type ManagedFiles } from './files.ts'
 
-/** A file up to this size crosses the pipe in one call (base64 in a call of at most 1 MiB of JSON). */
-export const INLINE_FILE_BYTES = FILE_INLINE_BYTES
-/** Pieces of larger files (base64 about 700,000 characters, under the 1 MiB call limit). */
-export const PIPE_CHUNK_BYTES = FILE_PIECE_BYTES
+/**
+ * How the Functions pipe carries file bytes: its sizes are the worker protocol's
+ * (functions/protocol.ts FILE_INLINE_BYTES and FILE_PIECE_BYTES), handed in by the
+ * composition root, since the Functions host stands above files.
+ */
+export interface FilePipeSizes {
+  /** A file up to this size crosses the pipe in one call. */
+  readonly inlineBytes: number
+  /** Larger files cross in pieces of at most this size. */
+  readonly pieceBytes: number
+}
 /** An upload session without a piece this long is aborted. */
 export const UPLOAD_IDLE_MS = 60 * 1000
 
@@ -121,12 +127,13 @@ function pieceQueue(): { iterable: AsyncIterable<Uint8Array>; push: (chunk: Uint
 
 /**
  * @example
- * const files = createFilesContext(managed)
+ * const files = createFilesContext(managed, { pipe: { inlineBytes: FILE_INLINE_BYTES, pieceBytes: FILE_PIECE_BYTES } })
  * await files.answer({ caller, invocation: meta, method: 'upload', args: [{ data, name, contentType }] })
  */
-export function createFilesContext(files: ManagedFiles, options: { idleMs?: number } = {}): { answer(call: FilesContextCall): Promise<unknown> } {
+export function createFilesContext(files: ManagedFiles, options: { pipe: FilePipeSizes; idleMs?: number }): { answer(call: FilesContextCall): Promise<unknown> } {
   const sessions = new Map<string, UploadSession>()
   const idleMs = options.idleMs ?? UPLOAD_IDLE_MS
+  const { pipe } = options
 
   function session(call: FilesContextCall): { id: string; session: UploadSession } {
     const id = call.args[0]
@@ -224,7 +231,7 @@ export function createFilesContext(files: ManagedFiles, options: { idleMs?: numb
         }
         case 'download': {
           const opened = await files.open(caller, call.args[0] as string)
-          if (opened.info.size > INLINE_FILE_BYTES) return { ...opened.info, data: null }
+          if (opened.info.size > pipe.inlineBytes) return { ...opened.info, data: null }
           return { ...opened.info, data: await collect(await opened.read()) }
         }
         case 'download.chunk': {
@@ -232,8 +239,8 @@ export function createFilesContext(files: ManagedFiles, options: { idleMs?: numb
           if (!isRecord(range)) throw bad('download.chunk takes (ref, { generation, offset, length })', 'range')
           const { generation, offset, length } = range
           if (typeof offset !== 'number' || !Number.isInteger(offset) || offset < 0 ||
-            typeof length !== 'number' || !Number.isInteger(length) || length < 1 || length > PIPE_CHUNK_BYTES) {
-            throw bad(`A piece is 1 to ${PIPE_CHUNK_BYTES} bytes from a whole-number offset`, 'range')
+            typeof length !== 'number' || !Number.isInteger(length) || length < 1 || length > pipe.pieceBytes) {
+            throw bad(`A piece is 1 to ${pipe.pieceBytes} bytes from a whole-number offset`, 'range')
           }
           const opened = await files.open(caller, ref as string)
           if (opened.info.generation !== generation) {

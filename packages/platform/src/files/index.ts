@@ -17,7 +17,7 @@ import type { FileStorage } from './storage.ts'
 
 export { createFiles, FILE_LIMITS, type FileCaller, type FileInfo, type ManagedFiles, type FilesDeps } from './files.ts'
 export { checkGrantSdk, grantFileReads, readGrantOption } from './grants.ts'
-export { createFilesContext, INLINE_FILE_BYTES, PIPE_CHUNK_BYTES, type FilesContextCall } from './context.ts'
+export { createFilesContext, type FilePipeSizes, type FilesContextCall } from './context.ts'
 export type { FileStorage } from './storage.ts'
 export { createLocalStorage } from './local-storage.ts'
 export { filesRoutes, type FilesRequestTarget } from './routes.ts'

@@ -16,7 +16,10 @@ import { findAppBySlug } from '../apps/apps.ts'
 import { findNamespace } from '../namespaces/namespaces.ts'
 import { ServiceError } from '../lib/errors.ts'
 import { silentLogger } from '../lib/logger.ts'
-import { createFilesContext, PIPE_CHUNK_BYTES } from './context.ts'
+import { createFilesContext } from './context.ts'
+import { FILE_INLINE_BYTES, FILE_PIECE_BYTES } from '../functions/protocol.ts'
+
+const pipe = { inlineBytes: FILE_INLINE_BYTES, pieceBytes: FILE_PIECE_BYTES }
 import { createFiles, type FileCaller, type ManagedFiles } from './files.ts'
 import { createLocalStorage } from './local-storage.ts'
 
@@ -39,7 +42,7 @@ describe(`ctx.files pieces across the pipe (${backend})`, () => {
     const namespace = (await findNamespace(h.t.db, app.id))!
     files = createFiles({ db: h.t.db, clock: h.clock, logger: silentLogger, storage: createLocalStorage({ root }) })
     caller = { appId: app.id, namespaceId: namespace.id, userId: null, system: true, jobId: null }
-    context = createFilesContext(files)
+    context = createFilesContext(files, { pipe })
   })
   after(async () => {
     await h.close()
@@ -76,7 +79,7 @@ describe(`ctx.files pieces across the pipe (${backend})`, () => {
   })
 
   test('an upload left idle (its invocation gone) is aborted and leaves nothing behind', async () => {
-    const quick = createFilesContext(files, { idleMs: 20 })
+    const quick = createFilesContext(files, { pipe, idleMs: 20 })
     const invocation = {}
     const { uploadId } = await quick.answer({ caller, invocation, method: 'upload.begin', args: [{ name: 'i.bin', contentType: 'application/octet-stream', size: 10 }] }) as { uploadId: string }
     await quick.answer({ caller, invocation, method: 'upload.chunk', args: [uploadId, new Uint8Array(5)] })
@@ -89,7 +92,7 @@ describe(`ctx.files pieces across the pipe (${backend})`, () => {
     const ref = await ask(invocation, 'upload', { data: new Uint8Array(1000), name: 'd.bin', contentType: 'application/octet-stream' }) as string
     const head = await ask(invocation, 'download', ref) as { generation: number }
     assert.equal((await ask(invocation, 'download.chunk', ref, { generation: head.generation, offset: 100, length: 50 }) as Uint8Array).byteLength, 50)
-    await assert.rejects(ask(invocation, 'download.chunk', ref, { generation: head.generation, offset: 0, length: PIPE_CHUNK_BYTES + 1 }), code('FILE_INVALID'))
+    await assert.rejects(ask(invocation, 'download.chunk', ref, { generation: head.generation, offset: 0, length: FILE_PIECE_BYTES + 1 }), code('FILE_INVALID'))
     await assert.rejects(ask(invocation, 'download.chunk', ref, { generation: head.generation + 1, offset: 0, length: 10 }), code('FILE_NOT_FOUND'))
   })
 })

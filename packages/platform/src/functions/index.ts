@@ -17,6 +17,7 @@ export {
 } from './pool.ts'
 export { failureResponse, type CrashReason, type FailureResponse, type FunctionFailure, type FunctionFailureKind, type FunctionResult } from './failures.ts'
 export { DENIED_IPV4_RANGES, DENIED_IPV6_ADDRESSES } from './sandbox.ts'
+export { FILE_INLINE_BYTES, FILE_PIECE_BYTES } from './protocol.ts'
 export { resolveDenoBinary } from './deno-binary.ts'
 export { createFunctionHost, type FunctionHost, type JobsContextCall } from './host.ts'
 export { callFunction, callRoute } from './routes.ts'
