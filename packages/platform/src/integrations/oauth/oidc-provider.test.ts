@@ -9,7 +9,9 @@
  * Covered: a denial, connect (the server verifies PKCE), expiry and one refresh for 20
  * concurrent calls from two platforms over one database, the rotated refresh token used next
  * (the server refuses a reused one), a revoked refresh token marking the connection
- * Reconnect required, reconnect, and no token in any platform table or log line.
+ * Reconnect required, reconnect, and no token (nor the client secret) in any platform table,
+ * the provider app's own database (where its Functions record each invocation), log line,
+ * response or error.
  */
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
@@ -27,6 +29,7 @@ import { consumerManifest, deployApp } from '../../../test/integration-fixture.t
 import { CookieClient, field } from '../../../test/cookie-client.ts'
 import { AUTH } from '../../../test/sign-in-flow.ts'
 import { capturedLog, type CapturedLog } from '../../../test/captured-log.ts'
+import { assertNoLeak, recordResponses, type RecordedResponses } from '../../../test/leak-scan.ts'
 import type { InvokeProvider, ProviderResult } from '../provider-invocation.ts'
 import { OIDC_CLIENT_ID, oidcProviderFunctions, startPlatform } from './test-platform.ts'
 import { signedInBrowser } from '../../../test/sign-in-flow.ts'
@@ -36,6 +39,40 @@ const CALLBACK = `${BASE}/v1/custom-integrations/oauth/callback`
 const CLIENT_ID = OIDC_CLIENT_ID
 const CLIENT_SECRET = `client-secret-${randomBytes(8).toString('hex')}`
 
+
+/**
+ * The provider's own table and its Functions wrapped to record each invocation there (its
+ * trigger, operation and connection; never a token), so that the leak test reads rows the
+ * provider wrote during the flow.
+ */
+const RECORDING_FILES: Record<string, string> = {
+  'database/migrations/0001_calls.sql': `
+create table calls (
+  id uuid primary key default gen_random_uuid(),
+  trigger text not null,
+  operation text,
+  connection_id uuid
+);
+alter table calls enable row level security;
+create policy calls_system on calls for all using (auth.is_system()) with check (auth.is_system());
+`,
+  'functions/recorded.ts': `import { defineFunction } from '@service/server'
+export function recorded(fn) {
+  return defineFunction({
+    input: fn.input,
+    async handler(ctx) {
+      await ctx.data.table('calls').create({
+        trigger: ctx.integration?.trigger ?? 'none', operation: ctx.integration?.operation ?? null, connection_id: ctx.integration?.connectionId ?? null,
+      })
+      return fn.handler(ctx)
+    },
+  })
+}
+`,
+  'functions/recorded-account.ts': `import account from './account.ts'\nimport { recorded } from './recorded.ts'\nexport default recorded(account)\n`,
+  'functions/recorded-swap.ts': `import swap from './swap.ts'\nimport { recorded } from './recorded.ts'\nexport default recorded(swap)\n`,
+  'functions/recorded-renew.ts': `import renew from './renew.ts'\nimport { recorded } from './recorded.ts'\nexport default recorded(renew)\n`,
+}
 
 const CONSUMER = consumerManifest({ function: 'callCrm', slots: { crm: { integration: 'contacts', capabilities: ['contacts.read'] } } })
 
@@ -103,6 +140,10 @@ for (const variant of ['deno', 'node'] as const) describe(`OAuth against a real 
   let provider: Provider
   let h: Harness
   let log: CapturedLog
+  /** Every response the platform answered (the leak test searches them). */
+  let responses: RecordedResponses
+  /** Function results and errors the test read (searched too). */
+  const seen: string[] = []
   const masterKey = new Uint8Array(randomBytes(32))
   /** Every token the server issued (the leak test searches for them). */
   const issued: string[] = []
@@ -175,6 +216,7 @@ for (const variant of ['deno', 'node'] as const) describe(`OAuth against a real 
       ...(variant === 'node' ? { invokeProvider } : { allowNet: ['127.0.0.1'] }),
       masterKey, clock: new ManualClock('2026-11-21T12:00:00Z'), operatorKey: newSecret('svc_operator_'), logger: log.logger,
     })
+    responses = recordResponses(h.platform)
     const alice = await h.createOwner('alice@acme.test', 'Acme')
     assert.equal((await h.request('/v1/apps', { token: alice.token, json: { slug: 'crm', visibility: 'private' } })).status, 201)
     await deployApp(h, alice.token, 'crm', {
@@ -182,13 +224,13 @@ for (const variant of ['deno', 'node'] as const) describe(`OAuth against a real 
   CRM_CLIENT_SECRET: required
 functions:
   - name: listContacts
-    entrypoint: functions/account.ts
+    entrypoint: functions/recorded-account.ts
     access: system
   - name: swapCode
-    entrypoint: functions/swap.ts
+    entrypoint: functions/recorded-swap.ts
     access: system
   - name: renewToken
-    entrypoint: functions/renew.ts
+    entrypoint: functions/recorded-renew.ts
     access: system
 provides:
   integration:
@@ -212,6 +254,7 @@ provides:
         description: Lists contacts
 `, 'private'),
       ...oidcProviderFunctions(issuer),
+      ...RECORDING_FILES,
     })
     const secret = await h.request('/v1/apps/crm/secrets/CRM_CLIENT_SECRET', { method: 'PUT', token: alice.token, json: { value: CLIENT_SECRET } })
     assert.ok(secret.status === 200 || secret.status === 201, await secret.text())
@@ -255,6 +298,7 @@ provides:
     const callCrm = async () => {
       const app = (await findAppBySlug(h.t.db, 'desk'))!
       const result = await h.platform.functions.run((await h.platform.functions.resolve(app, 'callCrm'))!, { input: {}, user: null })
+      seen.push(JSON.stringify(result))
       return result as { ok: boolean; value?: unknown; error?: { code?: string; details?: { connectUrl?: string } } }
     }
     if (variant === 'deno') {
@@ -306,6 +350,7 @@ provides:
     assert.equal(revoked.status, 200)
     h.clock.advance(120_000)
     const error = await h.platform.oauth.accessTokenFor({ connectionId: id }).then(() => null, (e: unknown) => e)
+    seen.push(JSON.stringify({ error, message: (error as Error).message }))
     assert.ok(error instanceof ServiceError && error.code === 'INTEGRATION_RECONNECT_REQUIRED', String(error))
     assert.equal((error.details as { connectUrl: string }).connectUrl, `${AUTH}/connections/${id}`)
     if (variant === 'deno') {
@@ -322,15 +367,16 @@ provides:
     assert.equal(status, 'active')
     if (variant === 'deno') assert.deepEqual(await callCrm(), { ok: true, value: { sub: 'bob-at-crm' } })
 
-    // Leak test: no issued token in any platform table or log line.
-    const tables = await h.t.db.query<{ table_name: string }>(
-      `select table_name from information_schema.tables where table_schema = 'platform' and table_type = 'BASE TABLE'`)
-    for (const { table_name } of tables) {
-      for (const { row } of await h.t.db.query<{ row: string }>(`select t::text as row from platform.${table_name} t`)) {
-        for (const value of issued) assert.ok(!row.includes(value), `platform.${table_name} holds a token in plaintext`)
-      }
-    }
-    const text = log.text()
-    for (const value of issued) assert.ok(!text.includes(value), 'no log line holds a token')
+    // Leak test: no issued token, nor the client secret, in any platform table, the provider's
+    // own database, log line, response or error.
+    assert.ok(issued.length >= 6, 'the server issued access and refresh tokens')
+    const scan = await assertNoLeak(h.t.db, {
+      secrets: [...issued, CLIENT_SECRET],
+      texts: { 'the log': log.text(), 'a response': (await responses.texts()).join('\n'), 'a Function result or error': seen.join('\n') },
+      schemas: ['app_crm'],
+    })
+    // In Deno the provider's own Functions ran (exchange, refresh, the operation) and recorded each run.
+    const calls = scan.tables.find((t) => t.name === 'app_crm.calls')
+    assert.ok(calls && calls.rows >= (variant === 'deno' ? 6 : 0), JSON.stringify(calls))
   })
 })
