@@ -1,7 +1,8 @@
 /**
  * Child platform processes over a PostgreSQL test harness's database, for the tests that
- * kill one mid-work (jobs/processes, events/fault): each runs platform-process.ts with the
- * harness's master key and one worker, and is ready once it says so.
+ * kill one mid-work (jobs/processes, events/fault) or need separate processes to compete
+ * (sync/processes): each runs platform-process.ts with the harness's master key and one
+ * worker, and is ready once it says so.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -20,7 +21,7 @@ export interface PlatformProcess {
 
 export interface PlatformProcesses {
   /** Starts a process running `worker` with `capacity` attempts at once; resolves once it is ready. */
-  start(worker: 'jobs' | 'events', capacity: number): Promise<PlatformProcess>
+  start(worker: 'jobs' | 'events' | 'sync', capacity: number): Promise<PlatformProcess>
   /** Kills what still runs and removes the processes' bundles. */
   close(): Promise<void>
 }
@@ -30,8 +31,10 @@ export interface PlatformProcesses {
  * const processes = await platformProcesses(h)
  * const doomed = await processes.start('jobs', 8)
  * doomed.process.kill('SIGKILL')
+ * // Processes whose clock reads 11:59:50 now (real time shifted), for a schedule's noon occurrence.
+ * const shifted = await platformProcesses(h, { clockOffsetMs: Date.parse('2026-11-21T11:59:50Z') - Date.now() })
  */
-export async function platformProcesses(h: Harness): Promise<PlatformProcesses> {
+export async function platformProcesses(h: Harness, options: { clockOffsetMs?: number } = {}): Promise<PlatformProcesses> {
   // The harness's own database on its server.
   const [{ name }] = (await h.t.db.query<{ name: string }>('select current_database() as name')) as [{ name: string }]
   const target = new URL(process.env.DATABASE_URL!)
@@ -42,7 +45,13 @@ export async function platformProcesses(h: Harness): Promise<PlatformProcesses> 
   return {
     async start(worker, capacity) {
       const child = spawn(process.execPath, ['--import', 'tsx', SCRIPT, url, bundlesDir, worker, String(capacity)], {
-        cwd: REPO, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, SERVICE_TEST_MASTER_KEY: Buffer.from(h.masterKey).toString('hex') },
+        cwd: REPO,
+        stdio: ['ignore', 'pipe', 'inherit'],
+        env: {
+          ...process.env,
+          SERVICE_TEST_MASTER_KEY: Buffer.from(h.masterKey).toString('hex'),
+          SERVICE_TEST_CLOCK_OFFSET_MS: String(Math.round(options.clockOffsetMs ?? 0)),
+        },
       })
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
       const record = { process: child, exited }
