@@ -15,7 +15,11 @@ export interface SyncStatus {
   readonly lastError: { readonly code: string; readonly message: string } | null
   /** Whether a run holds the connection's lease now. */
   readonly running: boolean
-  /** The next occurrence that runs; null while stopped (no binding, Reconnect required, no sync published). */
+  /**
+   * When the next run is due: the next occurrence, or for the first run after a first binding
+   * the binding's instant (due at once, run at the next tick); null while stopped (no binding,
+   * Reconnect required, no sync published).
+   */
   readonly nextRunAt: Date | null
 }
 
