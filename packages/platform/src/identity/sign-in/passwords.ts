@@ -7,6 +7,7 @@
  */
 import { hash, parseOptions, verify, type Algorithm } from '@node-rs/argon2'
 import { randomBytes } from 'node:crypto'
+import { first, type Queryable } from '../../db/db.ts'
 import { ServiceError } from '../../lib/errors.ts'
 
 export const PASSWORD_MIN = 8
@@ -120,4 +121,15 @@ export async function verifyPassword(verifier: string | null, password: string):
     return false
   }
   return verify(verifier, password)
+}
+
+/** The stored verifier of a person's password, null when they have none. */
+export async function readPasswordVerifier(db: Queryable, userId: string): Promise<string | null> {
+  const row = await first<{ password_hash: string | null }>(db, 'select password_hash from platform.users where id = $1', [userId])
+  return row?.password_hash ?? null
+}
+
+/** Sets or replaces a person's password verifier (email-link sign-in stays open to them). */
+export async function storePasswordVerifier(db: Queryable, input: { userId: string; verifier: string }): Promise<void> {
+  await db.query('update platform.users set password_hash = $2 where id = $1', [input.userId, input.verifier])
 }

@@ -184,3 +184,8 @@ async function byId(db: Queryable, id: string): Promise<RequestRow | undefined> 
   if (!/^[0-9a-f-]{36}$/i.test(id)) return undefined
   return first<RequestRow>(db, `select ${COLUMNS} from platform.sign_in_requests where id = $1`, [id])
 }
+
+/** Records whose the request is once its address has an account (a new address proved by its own mailbox). */
+export async function attachRequestUser(db: Queryable, input: { requestId: string; userId: string }): Promise<void> {
+  await db.query('update platform.sign_in_requests set user_id = $2 where id = $1', [input.requestId, input.userId])
+}

@@ -18,12 +18,12 @@ import { LIFETIMES } from '../lifetimes.ts'
 import { checkOrigin, csrfToken, readForm } from '../pages/forms.ts'
 import { escapeHtml, hidden, page, scriptJson } from '../../lib/html.ts'
 import { createSession, revokeSession, sessionFromCookie } from '../sessions/sessions.ts'
-import { approveLink, bindPreview, claimApproved, claimState, inspectLink, startRequest } from './requests.ts'
+import { approveLink, attachRequestUser, bindPreview, claimApproved, claimState, inspectLink, startRequest } from './requests.ts'
 import { createUser, findUserById, findUserByEmail, normaliseEmail, type User } from '../accounts/users.ts'
 import { confirmEmail, type ConfirmationOutcome } from './confirmation.ts'
 import { companyPages } from '../companies/pages.ts'
 import { confirmOnboarding } from '../companies/onboarding.ts'
-import { checkPassword, hashPassword, verifyPassword } from './passwords.ts'
+import { checkPassword, hashPassword, readPasswordVerifier, storePasswordVerifier, verifyPassword } from './passwords.ts'
 import { createRateLimiter, rateLimited, type RateRule } from '../../db/rate-limit.ts'
 import { clientAddress } from '../../http/client-address.ts'
 import { isAppSlug, isUuid } from '../../lib/ids.ts'
@@ -123,7 +123,7 @@ export function authRoutes(deps: AuthRouteDeps) {
       await startSession(c, created)
       return registeredOrRefused(c, email, next)
     }
-    const verifier = user ? await passwordVerifier(user.id) : null
+    const verifier = user ? await readPasswordVerifier(db, user.id) : null
     const valid = await verifyPassword(verifier, password)
     if (user && !valid && deps.registration) {
       await deps.mailer.send({
@@ -145,11 +145,6 @@ export function authRoutes(deps: AuthRouteDeps) {
     }
     await startSession(c, user)
     return redirectTo(c, next, 303)
-  }
-
-  async function passwordVerifier(userId: string): Promise<string | null> {
-    const [row] = await db.query<{ password_hash: string | null }>('select password_hash from platform.users where id = $1', [userId])
-    return row?.password_hash ?? null
   }
 
   // Forms here end on app origins (claim -> /authorize -> app callback): allow those, beside
@@ -311,7 +306,7 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
       // A new address proved by its own mailbox: the account exists from here, confirmed.
       user = (await findUserByEmail(db, request.email))
         ?? (await createUser(db, { email: request.email, organisationId: null, confirmedAt: clock.now() }))
-      await db.query('update platform.sign_in_requests set user_id = $2 where id = $1', [request.id, user.id])
+      await attachRequestUser(db, { requestId: request.id, userId: user.id })
     }
     // Opening the link proves the mailbox: an unconfirmed account is confirmed either way.
     // Whoever set it up keeps their password and sessions only if this is their browser.
@@ -393,7 +388,7 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
         <p><a href="/preferences">Back</a></p>`, { status: 400 })
     }
     const verifier = await hashPassword(checkPassword(values.password))
-    await db.query('update platform.users set password_hash = $2 where id = $1', [active.user.id, verifier])
+    await storePasswordVerifier(db, { userId: active.user.id, verifier })
     return page(c, 'Password saved', '<h1>Password saved</h1><p>You can sign in with this password or with an email link.</p><p><a href="/preferences">Back</a></p>')
   })
 
@@ -446,7 +441,7 @@ function takenOverNotice(outcome: ConfirmationOutcome): string {
 
 function linkProblem(c: Context, state: string): Response {
   const text = state === 'expired'
-    ? 'This link has expired. Links work for 15 minutes; ask for a new one.'
+    ? 'This link has expired. Sign-in links work for 15 minutes, an onboarding confirmation link for 24 hours; ask for a new one.'
     : state === 'used'
       ? 'This link was already used. Each link works once; ask for a new one if you still need to sign in.'
       : 'This link is not valid. Ask for a new one.'
