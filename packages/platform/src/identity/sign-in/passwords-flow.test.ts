@@ -218,6 +218,12 @@ describe(`passwords, registration and unconfirmed accounts (${backend})`, () => 
     assert.equal((await passwordSignIn(attacker, 'victim@corp.test', 'attacker password')).status, 200)
     assert.equal((await attacker.fetch(`${AUTH}/`)).status, 200)
     const victimUser = (await findUserByEmail(h.t.db, 'victim@corp.test'))!
+    // The registrant builds an app of the account's own and holds an app session on it.
+    const lure = await createApp(h.t.db, victimUser, { slug: 'lure-app', visibility: 'private' })
+    await deployBundle({ db: h.t.db, clock: h.clock }, {
+      app: lure, user: victimUser, body: bundle({ 'service.yaml': manifest('lure-app', '', 'private'), 'public/index.html': 'lure page' }),
+    })
+    assert.equal(await (await attacker.visit(`${appUrl('lure-app')}/`)).response.text(), 'lure page')
     // A grant to the victim's address, made while the attacker still holds the account.
     assert.equal((await h.request('/v1/apps/vault/grants', { token: owner.token, json: { email: 'victim@corp.test' } })).status, 201)
 
@@ -231,6 +237,8 @@ describe(`passwords, registration and unconfirmed accounts (${backend})`, () => 
     assert.equal((await attacker.fetch(`${AUTH}/`)).status, 302, 'the attacker\'s provisional session has ended')
     assert.equal((await attacker.visit(`${appUrl('vault')}/`)).hops.at(-1)!.startsWith(`${AUTH}/sign-in`), true,
       'the attacker cannot read the app granted to the address')
+    assert.equal((await attacker.fetch(`${appUrl('lure-app')}/`)).status, 302,
+      'the attacker\'s app session on the account\'s own app has ended too')
     assert.equal(await passwordOpensSession(h, 'victim@corp.test', 'attacker password'), false)
     const [row] = await h.t.db.query<{ password_hash: string | null; email_confirmed_at: Date | null }>(
       'select password_hash, email_confirmed_at from platform.users where id = $1', [victimUser.id])
