@@ -48,6 +48,10 @@ describe(`sign-in attacks (${backend})`, () => {
     const anonymous = new CookieClient(h)
     const signedIn = new CookieClient(h)
     await signInTo(signedIn, 'vault', 'owner@acme.test')
+    // Signed in to an account the app is not shared with: the edge's "No access" page.
+    const stranger = new CookieClient(h)
+    await h.createOwner('stranger@acme.test')
+    await signInTo(stranger, 'vault', 'stranger@acme.test')
     const pages: [CookieClient, string][] = [
       [anonymous, `${AUTH}/sign-in?continue=${p}`],
       [anonymous, `${AUTH}/sign-in?continue=/x${p}`],
@@ -63,12 +67,14 @@ describe(`sign-in attacks (${backend})`, () => {
       [signedIn, `${AUTH}/app-tokens/reveal?id=${p}&k=${p}`],
       [signedIn, `${AUTH}/app-tokens/requests/${p}`],
       [anonymous, `${appUrl('vault')}/_service/auth/callback?code=${p}&state=${p}`],
+      [stranger, `${appUrl('vault')}/x${p}?q=${p}`],
     ]
     for (const [browser, url] of pages) {
       const res = await browser.fetch(url)
       assert.ok(res.status < 500, `${url}: ${res.status}`)
       await assertSafePage(res, url)
     }
+    assert.equal((await stranger.fetch(`${appUrl('vault')}/x${p}`)).status, 403, 'the stranger saw the No access page')
   })
 
   test('the waiting page accepts only a well-formed request id, and its script carries it as data', async () => {
