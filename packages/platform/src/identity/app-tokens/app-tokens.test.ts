@@ -275,7 +275,7 @@ describe(`app access tokens (${backend})`, () => {
 
     const anonymous = await new CookieClient(h).fetch(request.approveUrl)
     assert.equal(anonymous.status, 302)
-    assert.match(anonymous.headers.get('location')!, /^\/sign-in\?continue=/)
+    assert.match(anonymous.headers.get('location')!, new RegExp(`^${AUTH}/sign-in\\?continue=`))
     const stranger = await signedInBrowser(h, 'stranger2@elsewhere.test')
     assert.equal((await stranger.fetch(request.approveUrl)).status, 404)
 

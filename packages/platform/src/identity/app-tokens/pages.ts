@@ -69,7 +69,7 @@ export function appTokenPages(deps: AppTokenPageDeps) {
     const id = c.req.query('id') ?? ''
     const k = c.req.query('k') ?? ''
     const active = await browserSession(c, deps)
-    if (!active) return signInFirst(c, `/app-tokens/reveal?id=${encodeURIComponent(id)}&k=${encodeURIComponent(k)}`)
+    if (!active) return signInFirst(c, { auth: deps.urls.auth, path: `/app-tokens/reveal?id=${encodeURIComponent(id)}&k=${encodeURIComponent(k)}` })
     const info = await inspectReveal(db, clock, { id, k })
     if (!info) return revealProblem(c, 'unknown')
     if (info.app.ownerId !== active.user.id) return notYourApp(c, active.user.email)
@@ -100,7 +100,7 @@ export function appTokenPages(deps: AppTokenPageDeps) {
   routes.get('/app-tokens/requests/:id', async (c) => {
     const id = c.req.param('id')
     const active = await browserSession(c, deps)
-    if (!active) return signInFirst(c, `/app-tokens/requests/${encodeURIComponent(id)}`)
+    if (!active) return signInFirst(c, { auth: deps.urls.auth, path: `/app-tokens/requests/${encodeURIComponent(id)}` })
     const request = await findTokenRequest(db, id)
     // Someone else's request reads like one that does not exist.
     if (!request || request.ownerId !== active.user.id) {

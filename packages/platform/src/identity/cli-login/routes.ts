@@ -77,7 +77,7 @@ export function cliLoginPages(deps: { db: Db; clock: Clock; logger: Logger; urls
   routes.get('/cli/login/:id', async (c) => {
     const id = c.req.param('id')
     const active = await browserSession(c, deps)
-    if (!active) return signInFirst(c, `/cli/login/${encodeURIComponent(id)}`)
+    if (!active) return signInFirst(c, { auth: deps.urls.auth, path: `/cli/login/${encodeURIComponent(id)}` })
     const login = await findLogin(db, id)
     if (!login) return problem(c, 'unknown')
     const status = loginStatus(login, clock.now())

@@ -12,6 +12,7 @@ import type { HostUrls } from '../../http/hosts.ts'
 import { acceptInvitation, findInvitation, setUpCompany } from './companies.ts'
 import { readCookie, type CookieOptions } from '../pages/cookies.ts'
 import { csrfToken, readForm } from '../pages/forms.ts'
+import { signInFirst } from '../pages/auth-pages.ts'
 import { findOnboarding, settleOnboarding } from './onboarding.ts'
 import { escapeHtml, hidden, page } from '../../lib/html.ts'
 import { sessionFromCookie, type ActiveSession } from '../sessions/sessions.ts'
@@ -24,7 +25,7 @@ export function companyPages(deps: { db: Db; clock: Clock; urls: HostUrls; cooki
     const active = await sessionFromCookie(db, clock, readCookie(c, deps.cookies, 'session'))
     if (active) return active
     const here = new URL(c.req.url)
-    return c.redirect(`/sign-in?continue=${encodeURIComponent(here.pathname + here.search)}`, 302)
+    return signInFirst(c, { auth: deps.urls.auth, path: here.pathname + here.search })
   }
 
   routes.get('/company', async (c) => {

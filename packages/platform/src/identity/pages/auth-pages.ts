@@ -7,6 +7,8 @@ import type { Context } from 'hono'
 import type { Db } from '../../db/db.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { Logger } from '../../lib/logger.ts'
+import { sameOriginUrl } from '../../lib/redirects.ts'
+import type { HostUrls } from '../../http/hosts.ts'
 import { ServiceError } from '../../lib/errors.ts'
 import { escapeHtml, page } from '../../lib/html.ts'
 import { sessionFromCookie, type ActiveSession } from '../sessions/sessions.ts'
@@ -33,9 +35,9 @@ export function browserSession(c: Context, deps: { db: Db; clock: Clock; cookies
   return sessionFromCookie(deps.db, deps.clock, readCookie(c, deps.cookies, 'session'))
 }
 
-/** Sends the browser to sign-in and back to `path` (a path on the auth host). */
-export function signInFirst(c: Context, path: string): Response {
-  return c.redirect(`/sign-in?continue=${encodeURIComponent(path)}`, 302)
+/** Sends the browser to sign-in at `auth` (the auth host's origin) and back to `path` there. */
+export function signInFirst(c: Context, input: { auth: string; path: string }): Response {
+  return c.redirect(sameOriginUrl(`/sign-in?continue=${encodeURIComponent(input.path)}`, input.auth), 302)
 }
 
 /**
@@ -49,12 +51,12 @@ export function signInFirst(c: Context, path: string): Response {
  * if (user instanceof Response) return user
  */
 export async function confirmedPerson(
-  c: Context, deps: { db: Db; clock: Clock; cookies: CookieOptions }, returnTo: string,
+  c: Context, deps: { db: Db; clock: Clock; cookies: CookieOptions; urls: Pick<HostUrls, 'auth'> }, returnTo: string,
 ): Promise<User | Response> {
   const active = await browserSession(c, deps)
   if (!active) {
     if (c.req.method !== 'GET') throw new ServiceError('AUTH_REQUIRED', 'sign in, then open the page again')
-    return signInFirst(c, returnTo)
+    return signInFirst(c, { auth: deps.urls.auth, path: returnTo })
   }
   if (!active.user.emailConfirmedAt) return confirmFirstPage(c, active.user.email)
   return active.user

@@ -176,7 +176,7 @@ export function authRoutes(deps: AuthRouteDeps) {
 
   routes.get('/', async (c) => {
     const active = await sessionFromCookie(db, clock, readCookie(c, deps.cookies, 'session'))
-    if (!active) return c.redirect('/sign-in', 302)
+    if (!active) return redirectTo(c, '/sign-in', 302)
     return page(c, 'Signed in', `<h1>Signed in</h1><p>You are signed in as <strong>${escapeHtml(active.user.email)}</strong>.</p>
       <form method="post" action="/sign-out">${hidden('csrf', csrf(c))}<button>Sign out</button></form>`)
   })
@@ -226,7 +226,7 @@ export function authRoutes(deps: AuthRouteDeps) {
       kind: 'claim', value: started.claimSecret!,
       maxAgeSeconds: (LIFETIMES.linkMs * 2) / 1000,
     })
-    return c.redirect(`/sign-in/wait?r=${started.request.id}`, 303)
+    return redirectTo(c, `/sign-in/wait?r=${started.request.id}`, 303)
   })
 
   routes.get('/sign-in/wait', (c) => {
@@ -362,7 +362,7 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
 
   routes.get('/preferences', async (c) => {
     const active = await sessionFromCookie(db, clock, readCookie(c, deps.cookies, 'session'))
-    if (!active) return c.redirect(`/sign-in?continue=${encodeURIComponent('/preferences')}`, 302)
+    if (!active) return redirectTo(c, `/sign-in?continue=${encodeURIComponent('/preferences')}`, 302)
     const confirmed = active.user.emailConfirmedAt !== null
     return page(c, 'Preferences', `<h1>Preferences</h1><p>Signed in as <strong>${escapeHtml(active.user.email)}</strong>.</p>
       ${confirmed ? '' : `<p class="error">Your email is not confirmed yet. Confirm it within 24 hours of registering, or your apps pause.</p>
@@ -381,7 +381,7 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
   routes.post('/preferences/password', async (c) => {
     const values = await form(c)
     const active = await sessionFromCookie(db, clock, readCookie(c, deps.cookies, 'session'))
-    if (!active) return c.redirect('/sign-in?continue=%2Fpreferences', 303)
+    if (!active) return redirectTo(c, '/sign-in?continue=%2Fpreferences', 303)
     await limit(rules.password, active.user.id)
     if ((values.password ?? '') !== (values.repeat ?? '')) {
       return page(c, 'Preferences', `<h1>Passwords differ</h1><p class="error">The two passwords are not the same; type the same password twice.</p>

@@ -184,7 +184,7 @@ describe(`sign-in cookies over https (${backend})`, () => {
     const session = b.cookie('auth.example.test', '__Host-svc_session')!
     const planted = await h.platform.fetch(new Request(`${auth}/`, { headers: { cookie: `svc_session=${session}` } }))
     assert.equal(planted.status, 302)
-    assert.equal(planted.headers.get('location'), '/sign-in')
+    assert.equal(planted.headers.get('location'), `${auth}/sign-in`)
     const real = await h.platform.fetch(new Request(`${auth}/`, { headers: { cookie: `__Host-svc_session=${session}` } }))
     assert.equal(real.status, 200)
   })

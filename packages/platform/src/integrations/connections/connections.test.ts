@@ -168,7 +168,7 @@ describe(`connections (${backend})`, () => {
     assert.equal(await countConnections(), before)
     const anonymous = await new CookieClient(h).fetch(`${AUTH}/connections/new?app=shop&integration=orders`)
     assert.equal(anonymous.status, 302)
-    assert.equal(anonymous.headers.get('location'), `/sign-in?continue=${encodeURIComponent('/connections/new?app=shop&integration=orders')}`)
+    assert.equal(anonymous.headers.get('location'), `${AUTH}/sign-in?continue=${encodeURIComponent('/connections/new?app=shop&integration=orders')}`)
   })
 
   test('an organisation administrator creates an organisation connection that the organisation lists and only administrators manage', async () => {

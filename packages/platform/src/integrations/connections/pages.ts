@@ -17,6 +17,7 @@ import type { Clock } from '../../lib/clock.ts'
 import type { Logger } from '../../lib/logger.ts'
 import { ServiceError } from '../../lib/errors.ts'
 import { escapeHtml, hidden, page } from '../../lib/html.ts'
+import { sameOriginUrl } from '../../lib/redirects.ts'
 import type { HostUrls } from '../../http/hosts.ts'
 import {
   confirmedPerson, csrfToken, mayUseIntegration, pageErrorHandler, readForm, type CookieOptions, type User,
@@ -210,7 +211,7 @@ export function connectionPages(deps: ConnectionPageDeps) {
       }
       const { connection } = await createConnection(deps, { actor: user, integration, kind, label: values.label ?? '', values: entered })
       deps.logger.info('connection created', { connectionId: connection.id, integration: integration.name, providerAppId: integration.appId, kind })
-      return c.redirect(`/connections/${connection.id}`, 303)
+      return c.redirect(sameOriginUrl(`/connections/${connection.id}`, deps.urls.auth), 303)
     } catch (error) {
       if (!(error instanceof ServiceError) || error.code !== 'VALIDATION_FAILED') throw error
       const kept = new Map(integration.credentials.filter((field) => !field.secret).map((field) => [field.name, entered[field.name] ?? '']))
