@@ -6,7 +6,7 @@
 
 /** Mappings with fixed keys: an unknown key is MANIFEST_UNKNOWN_FIELD. */
 export const MANIFEST_FIELDS = {
-  '': ['schemaVersion', 'app', 'runtime', 'functions', 'queues', 'cron', 'secrets', 'data', 'integrations', 'provides'],
+  '': ['schemaVersion', 'app', 'runtime', 'functions', 'queues', 'cron', 'secrets', 'data', 'integrations', 'provides', 'email'],
   app: ['id', 'name', 'visibility'],
   runtime: ['sdk'],
   'runtime.sdk': ['version'],
@@ -20,6 +20,8 @@ export const MANIFEST_FIELDS = {
   'data.search[].vector': ['column', 'dimensions', 'model'],
   'integrations.<slot>': ['provider', 'integration', 'account', 'cardinality', 'capabilities', 'events'],
   'integrations.<slot>.events': ['function', 'types'],
+  email: ['aliases', 'inbound'],
+  'email.inbound': ['function'],
   provides: ['integration'],
   'provides.integration': [
     'name', 'title', 'description', 'credentials', 'authorization', 'capabilities', 'operations', 'sync', 'webhook', 'events',

@@ -62,3 +62,10 @@ export const EVENT_TYPE = {
   pattern: /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/,
   format: 'an event type is two or more lowercase words joined by ".", such as "contact.created"',
 } as const satisfies StringRule
+
+/** Email aliases: the local part of `<alias>@<app slug>.<EMAIL_DOMAIN>` (no "+", which starts a tag). */
+export const EMAIL_ALIAS = {
+  pattern: /^[a-z0-9]+([._-][a-z0-9]+)*$/,
+  format: 'an email alias is lowercase letters and digits, words joined by single ".", "_" or "-" (such as "support" or "no-reply")',
+  maxLength: 64,
+} as const satisfies StringRule

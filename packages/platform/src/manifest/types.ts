@@ -70,6 +70,15 @@ export interface Manifest {
   /** Consumer slots by slot name. */
   readonly integrations: Readonly<Record<string, IntegrationSlot>>
   readonly provides?: { readonly integration: IntegrationContract }
+  /** Absent: the app sends and receives no email. */
+  readonly email?: EmailDeclaration
+}
+
+export interface EmailDeclaration {
+  /** Local parts the app sends from: `<alias>@<app slug>.<EMAIL_DOMAIN>`; default []. */
+  readonly aliases: readonly string[]
+  /** Mail to an alias (or `<alias>+<tag>`) invokes this system Function. */
+  readonly inbound?: { readonly function: string }
 }
 
 export interface AppDeclaration {

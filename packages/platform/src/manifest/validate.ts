@@ -6,6 +6,7 @@
 
 import { isMap, isScalar, type Node } from 'yaml'
 import { readCron } from './cron.ts'
+import { readEmail } from './email.ts'
 import { readFunctions } from './functions.ts'
 import { APP_SLUG, SECRET_NAME } from './names.ts'
 import { parseManifestYaml } from './parse.ts'
@@ -92,10 +93,11 @@ function readManifest(
   const data = readData(context, fields)
   const integrations = readIntegrationSlots(context, fields)
   const provides = readProvides(context, fields)
+  const email = readEmail(context, fields)
   if (
     schemaVersion.integer !== SCHEMA_VERSION || app === undefined || sdkVersion.supported === undefined ||
     secrets.value === undefined || functions === undefined || queues === undefined || cron === undefined ||
-    data === undefined || integrations === undefined || provides === 'invalid'
+    data === undefined || integrations === undefined || provides === 'invalid' || email === 'invalid'
   ) {
     return undefined
   }
@@ -110,6 +112,7 @@ function readManifest(
     data,
     integrations,
     ...(provides === undefined ? {} : { provides }),
+    ...(email === undefined ? {} : { email }),
   }
 }
 
