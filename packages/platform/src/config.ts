@@ -53,6 +53,26 @@ export interface Config {
   readonly ai: AiSettings
   /** FILES_*: managed files' size limit and storage (files/, docs/operations.md). */
   readonly files: FilesSettings
+  /** EMAIL_*, INBOUND_*: app email out and in (email/, docs/operations.md). */
+  readonly email: EmailSettings
+}
+
+/** App email (`ctx.email`, inbound SMTP); the sign-in mail uses SMTP_URL and SERVICE_MAIL_FROM only. */
+export interface EmailSettings {
+  /** EMAIL_DOMAIN: an app's addresses are `<alias>@<app slug>.<domain>` (default the base domain). */
+  readonly domain: string
+  /** EMAIL_MAX_RECIPIENTS: recipients of one message (default 50). */
+  readonly maxRecipients: number
+  /** EMAIL_MAX_MESSAGE_KB: subject, text and html of one message together, UTF-8 (default 512 KiB). */
+  readonly maxMessageBytes: number
+  /** EMAIL_RECIPIENTS_PER_HOUR: recipients an app may send to per clock hour, all namespaces together (default 1000). */
+  readonly recipientsPerHour: number
+  /** INBOUND_SMTP_PORT: the inbound SMTP listener's port; null (unset) keeps it off. */
+  readonly inboundPort: number | null
+  /** INBOUND_SMTP_HOST: the address it listens on (default HOST). */
+  readonly inboundHost: string
+  /** INBOUND_EMAIL_MAX_KB: the largest inbound message (default 10 MiB). */
+  readonly inboundMaxBytes: number
 }
 
 /** Managed files: local disk under SERVICE_DATA_DIR unless FILES_S3_BUCKET is set. */
@@ -184,6 +204,37 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     functionSpareWorkers: integer('FUNCTION_SPARE_WORKERS', env.FUNCTION_SPARE_WORKERS, 1),
     ai: aiSettings(env),
     files: filesSettings(env),
+    email: emailSettings(env, { baseDomain: baseUrl.hostname, host: env.HOST ?? '127.0.0.1' }),
+  })
+}
+
+const HOST_NAME = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/
+
+function emailSettings(env: Record<string, string | undefined>, defaults: { baseDomain: string; host: string }): EmailSettings {
+  const domain = (env.EMAIL_DOMAIN || defaults.baseDomain).toLowerCase()
+  if (!HOST_NAME.test(domain)) throw new ConfigError(`EMAIL_DOMAIN must be a host name such as mail.example.com, got "${domain}"`)
+  const maxRecipients = positive('EMAIL_MAX_RECIPIENTS', env.EMAIL_MAX_RECIPIENTS, 50)
+  if (maxRecipients > 1000) throw new ConfigError(`EMAIL_MAX_RECIPIENTS must be at most 1000, got "${maxRecipients}"`)
+  const recipientsPerHour = positive('EMAIL_RECIPIENTS_PER_HOUR', env.EMAIL_RECIPIENTS_PER_HOUR, 1000)
+  if (recipientsPerHour < maxRecipients) {
+    throw new ConfigError(`EMAIL_RECIPIENTS_PER_HOUR (${recipientsPerHour}) must be at least EMAIL_MAX_RECIPIENTS (${maxRecipients}), or no message could reach them all`)
+  }
+  const messageKb = positive('EMAIL_MAX_MESSAGE_KB', env.EMAIL_MAX_MESSAGE_KB, 512)
+  // A ctx.email.send call crosses the worker pipe as one message of at most 1 MiB of JSON.
+  if (messageKb > 900) throw new ConfigError(`EMAIL_MAX_MESSAGE_KB must be at most 900 (a Function's call to the platform is at most 1 MiB), got "${messageKb}"`)
+  const inboundPort = env.INBOUND_SMTP_PORT ? integer('INBOUND_SMTP_PORT', env.INBOUND_SMTP_PORT, 0) : null
+  if (inboundPort === 0) throw new ConfigError('INBOUND_SMTP_PORT must be a port from 1 to 65535; leave it unset to keep inbound email off')
+  const inboundKb = positive('INBOUND_EMAIL_MAX_KB', env.INBOUND_EMAIL_MAX_KB, 10 * 1024)
+  // A message is held in memory while it is parsed and stored whole in one row.
+  if (inboundKb > 50 * 1024) throw new ConfigError(`INBOUND_EMAIL_MAX_KB must be at most 51200 (50 MiB), got "${inboundKb}"`)
+  return Object.freeze({
+    domain,
+    maxRecipients,
+    maxMessageBytes: messageKb * 1024,
+    recipientsPerHour,
+    inboundPort,
+    inboundHost: env.INBOUND_SMTP_HOST || defaults.host,
+    inboundMaxBytes: inboundKb * 1024,
   })
 }
 
