@@ -139,6 +139,7 @@ export const ERROR_CODES = {
   AI_PDF_NOT_MANAGED: 400,
   AI_PDF_NOT_ALONE: 400,
   AI_PDF_INVALID: 400,
+  AI_PDF_TOO_LARGE: 413,
   AI_ATTACHMENTS_TOO_LARGE: 413,
   AI_STREAM_NOT_FOUND: 404,
   AI_OUTPUT_INVALID: 502,
@@ -152,6 +153,17 @@ export const ERROR_CODES = {
   SEARCH_DIMENSION_MISMATCH: 400,
   SEARCH_RESULT_TOO_LARGE: 413,
   SEARCH_UNAVAILABLE: 503,
+  // App email (spec 2.10 email, 6.4; our codes, docs/api.md): a send refused before it is
+  // queued; delivery outcomes kept as a message's last error (EMAIL_DELIVERY_FAILED above
+  // too); development injection into a release that receives no mail.
+  EMAIL_INVALID: 400,
+  EMAIL_ALIAS_NOT_DECLARED: 400,
+  EMAIL_TOO_MANY_RECIPIENTS: 400,
+  EMAIL_TOO_LARGE: 413,
+  EMAIL_RATE_LIMITED: 429,
+  EMAIL_REJECTED: 502,
+  EMAIL_LEASE_EXPIRED: 502,
+  EMAIL_INBOUND_NOT_DECLARED: 409,
 } as const
 
 export type ErrorCode = keyof typeof ERROR_CODES
