@@ -174,17 +174,49 @@ export interface AiClient {
 
 /** Message fields beyond the sender alias are not shown in the spec; these are our choice. */
 export interface EmailMessage {
-  /** A sender alias declared in the manifest. */
+  /** An alias declared in service.yaml (`email.aliases`), such as "support"; it sends as `support@<app>.<EMAIL_DOMAIN>`. */
   readonly from: string
+  /** Plain addresses (`ada@example.com`, no display names), at most EMAIL_MAX_RECIPIENTS (default 50). */
   readonly to: string | readonly string[]
+  /** One line: no CR or LF. */
   readonly subject: string
+  /** At least one of text and html. */
   readonly text?: string
   readonly html?: string
+  /** One plain address. */
   readonly replyTo?: string
 }
 
 export interface EmailClient {
-  send(message: EmailMessage): Promise<void>
+  /**
+   * Queues the message durably and returns its id; the platform delivers it (retrying the
+   * SMTP server's temporary failures) after the call returns.
+   */
+  send(message: EmailMessage): Promise<{ readonly id: string }>
+}
+
+/**
+ * The input of the `email.inbound.function` (a system Function) for each message received
+ * at one of the app's aliases. Header fields are as sent (`from` can be forged).
+ */
+export interface InboundEmail {
+  /** The platform's id of the received message (stable across retries). */
+  readonly id: string
+  /** ISO 8601. */
+  readonly receivedAt: string
+  /** The From header's address ('' when there is none). */
+  readonly from: string
+  /** The To header's addresses. */
+  readonly to: readonly string[]
+  /** The app's addresses the message was delivered to (SMTP RCPT TO), `+tag` included. */
+  readonly recipients: readonly string[]
+  readonly subject: string
+  readonly text: string | null
+  readonly html: string | null
+  /** Every header line, unfolded, values as sent (encoded words not decoded); at most 200. */
+  readonly headers: readonly { readonly name: string; readonly value: string }[]
+  /** Each attachment stored as a managed file of the app (`ctx.files.download(file)`). */
+  readonly attachments: readonly { readonly file: string; readonly name: string; readonly contentType: string; readonly size: number }[]
 }
 
 /** Notification fields are not shown in the spec; these are our choice. */

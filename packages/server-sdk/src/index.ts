@@ -67,6 +67,7 @@ export type {
   DataClient,
   EmailClient,
   EmailMessage,
+  InboundEmail,
   EnqueueOptions,
   FileData,
   FileInfo,
