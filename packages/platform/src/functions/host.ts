@@ -17,7 +17,8 @@
  * invocation's namespace (context-secrets.ts; a provider's integration invocation reads its
  * secrets overlay first, provider-invoker.ts), `integrations` by the broker
  * (integrations/broker.ts), `integration.emit` by integrations/events (a provider's
- * integration invocation that may emit only), `files` by files/context.ts under the
+ * integration invocation that may emit only), `email` by email/send.ts for the invocation's
+ * release and namespace, `files` by files/context.ts under the
  * invocation's identity and job (its delegated read grant; a `jobs.enqueue` with `files` is
  * checked here for SDK 2.4.0 and a non-anonymous producer first), every other member
  * NOT_IMPLEMENTED by name. Secret values of the
@@ -124,6 +125,20 @@ export interface FunctionHostDeps {
   readonly files?: { answer(call: FilesContextCall): Promise<unknown> }
   /** Answers `ctx.ai` (ai/, the platform calls the provider); without it NOT_IMPLEMENTED. */
   readonly ai?: { answer(call: AiContextCall<DataIdentity>): Promise<unknown> }
+  /** Answers `ctx.email` (email/send.ts); without it NOT_IMPLEMENTED. */
+  readonly email?: { answer(call: EmailContextCall): Promise<unknown> }
+}
+
+/** A `ctx.email` call with the invocation's app, release and namespace, as the host knows them. */
+export interface EmailContextCall {
+  readonly appId: string
+  readonly releaseId: string
+  /** The invocation's namespace id; null when the app has none yet. */
+  readonly namespaceId: string | null
+  /** '' for production, else the development namespace. */
+  readonly devName: string
+  readonly method: string
+  readonly args: readonly unknown[]
 }
 
 /** A `ctx.integration.emit` call with the provider invocation as the host knows it. */
@@ -504,6 +519,11 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
         return await deps.ai.answer({
           appId: meta.appId, devName: meta.devName, identity: meta.identity, user: meta.user, job: meta.job,
           method: call.method, args: call.args, signal: call.signal, invocation: meta,
+        })
+      case 'email':
+        if (deps.email === undefined) throw notImplemented('ctx.email')
+        return await deps.email.answer({
+          appId: meta.appId, releaseId: meta.releaseId, namespaceId: meta.namespace?.id ?? null, devName: meta.devName, method: call.method, args: call.args,
         })
       default:
         throw notImplemented(`ctx.${call.member}`)

@@ -19,7 +19,7 @@ export { failureResponse, type CrashReason, type FailureResponse, type FunctionF
 export { DENIED_IPV4_RANGES, DENIED_IPV6_ADDRESSES } from './sandbox.ts'
 export { FILE_INLINE_BYTES, FILE_PIECE_BYTES } from './protocol.ts'
 export { resolveDenoBinary } from './deno-binary.ts'
-export { createFunctionHost, type FunctionHost, type JobsContextCall } from './host.ts'
+export { createFunctionHost, type EmailContextCall, type FunctionHost, type JobsContextCall } from './host.ts'
 export { callFunction, callRoute } from './routes.ts'
 export { logRoutes } from './log-routes.ts'
 export { purgeFunctionLogs } from './context-log.ts'
