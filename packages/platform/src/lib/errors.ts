@@ -164,6 +164,19 @@ export const ERROR_CODES = {
   EMAIL_REJECTED: 502,
   EMAIL_LEASE_EXPIRED: 502,
   EMAIL_INBOUND_NOT_DECLARED: 409,
+  // Web push (spec 2.10 notifications; our codes, docs/api.md): a send refused before it is
+  // queued; a subscription the platform will not store; delivery outcomes kept as a
+  // delivery's last error.
+  NOTIFICATION_INVALID: 400,
+  NOTIFICATION_TOO_LARGE: 413,
+  NOTIFICATIONS_LIMIT_REACHED: 429,
+  PUSH_SUBSCRIPTION_INVALID: 400,
+  PUSH_SUBSCRIPTION_EXPIRED: 410,
+  PUSH_SUBSCRIPTION_GONE: 410,
+  PUSH_ENDPOINT_REFUSED: 400,
+  PUSH_REJECTED: 502,
+  PUSH_SERVICE_UNAVAILABLE: 503,
+  PUSH_LEASE_EXPIRED: 502,
 } as const
 
 export type ErrorCode = keyof typeof ERROR_CODES
