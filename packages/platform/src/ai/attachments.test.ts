@@ -80,6 +80,12 @@ describe('AI attachments', () => {
     await refused([{ type: 'file', file: 'a' }], 'AI_ATTACHMENT_ANIMATED', { a: png({ animated: true }) })
   })
 
+  test('a GIF or WEBP whose frames cannot be read is AI_ATTACHMENT_INVALID', async () => {
+    const broken = new TextEncoder().encode('GIF89a and then nothing a GIF decoder can read')
+    const error = await refused([{ type: 'image', data: broken, contentType: 'image/gif' }], 'AI_ATTACHMENT_INVALID')
+    assert.deepEqual(error.details, { index: 0, detected: 'image/gif' })
+  })
+
   test('a declared type other than the bytes is AI_ATTACHMENT_TYPE_MISMATCH', async () => {
     const error = await refused([{ type: 'image', data: png(), contentType: 'image/jpeg' }], 'AI_ATTACHMENT_TYPE_MISMATCH')
     assert.deepEqual(error.details, { index: 0, declared: 'image/jpeg', detected: 'image/png' })

@@ -4,14 +4,14 @@
  * or one managed PDF (at most 20 pages and 20 MiB); 20 MiB together; no remote URLs; PDFs
  * only as managed file references. A managed file that cannot fit in the 20 MiB is refused
  * before it is read (AI_ATTACHMENTS_TOO_LARGE, which also serves a PDF over 20 MiB). Types, animation and page counts come from the bytes
- * (`file-type`, `pdf-lib`, animation.ts), never from names or declared types. Each
+ * (`file-type`, `sharp` in animation.ts, `pdf-lib`), never from names or declared types. Each
  * violation has its own code (lib/errors.ts, docs/api.md).
  */
 import { fileTypeFromBuffer } from 'file-type'
 import { PDFDocument } from 'pdf-lib'
 import type { FilePart } from 'ai'
 import { notImplemented, ServiceError } from '../lib/errors.ts'
-import { gifIsAnimated, webpIsAnimated } from './animation.ts'
+import { frameCount } from './animation.ts'
 
 const MIB = 1024 * 1024
 export const ATTACHMENT_LIMITS = Object.freeze({
@@ -107,9 +107,7 @@ export async function checkAttachments(attachments: unknown, readFile: ReadAttac
           details: { index: item.index, size, limit: ATTACHMENT_LIMITS.imageBytes },
         })
       }
-      if ((detected === 'image/gif' && gifIsAnimated(item.data)) || (detected === 'image/webp' && webpIsAnimated(item.data))) {
-        throw animated(item.index, detected)
-      }
+      if ((detected === 'image/gif' || detected === 'image/webp') && (await frames(item, detected)) > 1) throw animated(item.index, detected)
     } else if (detected === 'image/apng') {
       throw animated(item.index, 'image/apng')
     } else {
@@ -190,6 +188,18 @@ async function loadManaged(shape: Extract<Shape, { kind: 'managed' }>, readFile:
   }
   if (file.data.byteLength > maxBytes) throw tooLargeTogether(shape.index, file.data.byteLength)
   return { index: shape.index, data: file.data, managed: true, declared: null, name: file.name, detail: shape.detail }
+}
+
+/** A GIF's or WEBP's frame count; an image libvips cannot read is AI_ATTACHMENT_INVALID. */
+async function frames(item: Loaded, type: string): Promise<number> {
+  try {
+    return await frameCount(item.data)
+  } catch (error) {
+    throw new ServiceError('AI_ATTACHMENT_INVALID', `Attachment ${item.index} is a ${type} image that cannot be read`, {
+      details: { index: item.index, detected: type },
+      cause: error,
+    })
+  }
 }
 
 async function detectType(data: Uint8Array): Promise<string | null> {

@@ -62,18 +62,24 @@ export function gif(frames = 1): Uint8Array {
   ])
 }
 
-/** A WEBP container: a still VP8L image, or an animated one (VP8X with the animation flag, ANIM, ANMF). */
+/**
+ * A 1x1 WEBP: a still VP8L image, or an animated one of two frames (VP8X with the animation
+ * flag, ANIM, and two ANMF frames each holding that VP8L image), as libwebp writes them.
+ */
 export function webp(animated = false): Uint8Array {
-  const riffChunk = (fourcc: string, data: number[]) => {
+  const riffChunk = (fourcc: string, data: ArrayLike<number>) => {
     const bytes = new Uint8Array(8 + data.length + (data.length % 2))
     bytes.set(new TextEncoder().encode(fourcc), 0)
     new DataView(bytes.buffer).setUint32(4, data.length, true)
     bytes.set(data, 8)
     return bytes
   }
+  const still = riffChunk('VP8L', [0x2f, 0, 0, 0, 0x10, 0x07, 0x10, 0x11, 0x11, 0x88, 0x88, 0xfe, 0x07, 0])
+  // ANMF: x/2, y/2, width-1, height-1 (24 bits each: all 0 for 1x1 at the origin), duration 100 ms, flags; then the frame.
+  const frame = riffChunk('ANMF', concat(new Uint8Array([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 100, 0, 0, 0]), still))
   const body = animated
-    ? concat(riffChunk('VP8X', [0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0]), riffChunk('ANIM', [0, 0, 0, 0, 0, 0]), riffChunk('ANMF', new Array(16).fill(0)))
-    : riffChunk('VP8L', [0x2f, 0, 0, 0, 0x10, 0x07, 0x10, 0x11, 0x11, 0x88, 0x88, 0xfe, 0x07, 0])
+    ? concat(riffChunk('VP8X', [0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0]), riffChunk('ANIM', [0, 0, 0, 0, 0, 0]), frame, frame)
+    : still
   const header = new Uint8Array(12)
   header.set(new TextEncoder().encode('RIFF'), 0)
   new DataView(header.buffer).setUint32(4, 4 + body.length, true)
