@@ -417,8 +417,8 @@ describe('ctx.ai with managed file attachments (the files feature stood in for)'
     await ai.answer({ ...call, method: 'generateText', args: [{ prompt: 'Read it', attachments: [{ type: 'file', file: 'ref-img', detail: 'original' }] }] })
     await ai.answer({ ...call, method: 'generateText', args: [{ prompt: 'Read it', attachments: [{ type: 'file', file: 'ref-pdf', detail: 'original' }] }] })
     assert.deepEqual(reads, [
-      { appId: 'app-1', devName: 'd1', identity: 'system-identity', user: null, job: { id: 'job-1' }, ref: 'ref-img', maxBytes: 20 * 1024 * 1024 },
-      { appId: 'app-1', devName: 'd1', identity: 'system-identity', user: null, job: { id: 'job-1' }, ref: 'ref-pdf', maxBytes: 20 * 1024 * 1024 },
+      { appId: 'app-1', devName: 'd1', identity: 'system-identity', user: null, job: { id: 'job-1' }, ref: 'ref-img', maxBytes: 20 * 1024 * 1024, headBytes: 4100 },
+      { appId: 'app-1', devName: 'd1', identity: 'system-identity', user: null, job: { id: 'job-1' }, ref: 'ref-pdf', maxBytes: 20 * 1024 * 1024, headBytes: 4100 },
     ])
     assert.deepEqual(double.requests[0]!.body.messages[0].content[1], {
       type: 'image_url', image_url: { url: `data:image/png;base64,${base64(png())}`, detail: 'original' },

@@ -37,8 +37,9 @@ export interface ReadFileInput<Identity> {
   readonly user: { readonly id: string } | null
   readonly job: { readonly id: string } | null
   readonly ref: string
-  /** Refuse a larger file before reading it (FILE_TOO_LARGE). */
+  /** A larger file is not read: only its size and first `headBytes` bytes are answered. */
   readonly maxBytes: number
+  readonly headBytes: number
 }
 
 /** A `ctx.ai` call with the invocation as the Functions host knows it. */
@@ -114,7 +115,7 @@ export function createAi<Identity>(deps: AiDeps<Identity>): Ai<Identity> {
       options.attachments,
       readFile === undefined
         ? undefined
-        : (ref, { maxBytes }) => readFile({ appId: call.appId, devName: call.devName, identity: call.identity, user: call.user, job: call.job, ref, maxBytes }),
+        : (ref, { maxBytes, headBytes }) => readFile({ appId: call.appId, devName: call.devName, identity: call.identity, user: call.user, job: call.job, ref, maxBytes, headBytes }),
     )
     const content: ModelMessage = parts.length === 0
       ? { role: 'user', content: prompt }

@@ -1,7 +1,8 @@
 // AI attachment checks (spec 4.3, 8) on real bytes: each limit and each refusal has its own
 // code; types, animation and page counts come from the bytes, never from names or declared
 // types. Managed files come through a stand-in for the files feature's readManagedFile
-// (the Deno tests in ai.test.ts cover the same checks through a real Function).
+// (the Deno tests in ai.test.ts and managed-attachments.test.ts cover the same checks
+// through a real Function and real storage).
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { ServiceError } from '../lib/errors.ts'
@@ -10,16 +11,16 @@ import { gif, jpeg, pdf, png, webp } from './test-fixtures.ts'
 
 const MIB = 1024 * 1024
 
-/** Reads refused for their size (readManagedFile's maxBytes: refused before the bytes are read). */
+/** Files too large to read (over readManagedFile's maxBytes: only their first headBytes were read). */
 const refusedReads: string[] = []
 
 function managed(files: Record<string, Uint8Array>, names: Record<string, string> = {}) {
-  return async (ref: string, options: { maxBytes: number }): Promise<ManagedFileBytes> => {
+  return async (ref: string, options: { maxBytes: number; headBytes: number }): Promise<ManagedFileBytes> => {
     const data = files[ref]
     if (data === undefined) throw new ServiceError('NOT_FOUND', 'no such file')
     if (data.length > options.maxBytes) {
       refusedReads.push(ref)
-      throw new ServiceError('FILE_TOO_LARGE', 'too large', { details: { size: data.length, limit: options.maxBytes } })
+      return { tooLarge: true, head: data.slice(0, options.headBytes), size: data.length }
     }
     // A misleading name and stored type: neither may decide anything.
     return { data, contentType: 'image/png', name: names[ref] ?? 'photo.png', size: data.length, generation: 1 }
@@ -111,10 +112,24 @@ describe('AI attachments', () => {
     assert.deepEqual(error.details, { index: 0, pages: 21, limit: 20 })
   })
 
-  test('a managed PDF over 20 MiB is AI_ATTACHMENTS_TOO_LARGE without being read; exactly 20 MiB passes', async () => {
+  test('a managed PDF over 20 MiB is AI_PDF_TOO_LARGE without being read whole; exactly 20 MiB passes', async () => {
     assert.equal((await checkAttachments([{ type: 'file', file: 'a' }], managed({ a: await pdf(1, { padTo: 20 * MIB }) }))).length, 1)
-    await refused([{ type: 'file', file: 'a' }], 'AI_ATTACHMENTS_TOO_LARGE', { a: await pdf(1, { padTo: 20 * MIB + 1 }) })
+    const error = await refused([{ type: 'file', file: 'a' }], 'AI_PDF_TOO_LARGE', { a: await pdf(1, { padTo: 20 * MIB + 1 }) })
+    assert.deepEqual(error.details, { index: 0, size: 20 * MIB + 1, limit: 20 * MIB })
+    assert.equal(error.status, 413)
     assert.deepEqual(refusedReads.splice(0), ['a'])
+  })
+
+  test('a managed file too large to read is refused by what its first bytes are', async () => {
+    // An image over 15 MiB that would not fit the 20 MiB either: its own limit.
+    const image = await refused([{ type: 'file', file: 'a' }], 'AI_IMAGE_TOO_LARGE', { a: png({ padTo: 25 * MIB }) })
+    assert.deepEqual(image.details, { index: 0, size: 25 * MIB, limit: 15 * MIB })
+    // A PDF within its 20 MiB that does not fit beside an image: a PDF goes alone.
+    const inline = { type: 'image', data: png({ padTo: 2 * MIB }), contentType: 'image/png' }
+    await refused([inline, { type: 'file', file: 'b' }], 'AI_PDF_NOT_ALONE', { b: await pdf(1, { padTo: 19 * MIB }) })
+    // Bytes of no accepted type: the type, not the size.
+    await refused([{ type: 'file', file: 'c' }], 'AI_ATTACHMENT_TYPE_UNSUPPORTED', { c: new Uint8Array(21 * MIB).fill(0x41) })
+    assert.deepEqual(refusedReads.splice(0), ['a', 'b', 'c'])
   })
 
   test('a PDF as inline bytes is AI_PDF_NOT_MANAGED, however it is declared', async () => {

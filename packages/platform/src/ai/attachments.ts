@@ -2,10 +2,13 @@
  * AI attachments (spec 4.3, 8): checks what a Function attaches and turns it into the AI
  * SDK's file parts. Up to four PNG, JPEG, WEBP or non-animated GIF images (15 MiB each),
  * or one managed PDF (at most 20 pages and 20 MiB); 20 MiB together; no remote URLs; PDFs
- * only as managed file references. A managed file that cannot fit in the 20 MiB is refused
- * before it is read (AI_ATTACHMENTS_TOO_LARGE, which also serves a PDF over 20 MiB). Types, animation and page counts come from the bytes
- * (`file-type`, `sharp` in animation.ts, `pdf-lib`), never from names or declared types. Each
- * violation has its own code (lib/errors.ts, docs/api.md).
+ * only as managed file references. A managed file that cannot fit in what the 20 MiB leave
+ * is never read whole: its first bytes tell what it is, and so which limit it breaks
+ * (AI_PDF_TOO_LARGE, AI_IMAGE_TOO_LARGE, or AI_ATTACHMENTS_TOO_LARGE for one that fits its
+ * own limit but not beside the others). Types, animation and page counts come from the
+ * bytes through maintained libraries (`file-type`, `sharp` in animation.ts, `pdf-lib`),
+ * never from names or declared types. Each violation has its own code (lib/errors.ts,
+ * docs/api.md).
  */
 import { fileTypeFromBuffer } from 'file-type'
 import { PDFDocument } from 'pdf-lib'
@@ -23,21 +26,29 @@ export const ATTACHMENT_LIMITS = Object.freeze({
 })
 
 const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/webp', 'image/gif'])
-
-/** A managed file's bytes as the files feature gives them (files/index.ts `readManagedFile`). */
-export interface ManagedFileBytes {
-  readonly data: Uint8Array
-  readonly contentType: string
-  readonly name: string
-  readonly size: number
-  readonly generation?: unknown
-}
+/** How much of a file too large to read is read to tell its type (what `file-type` asks for). */
+export const HEAD_BYTES = 4100
 
 /**
- * Reads a managed file under the invocation's authority, refusing one over `maxBytes` before
- * reading it (FILE_TOO_LARGE); absent until the files feature is wired.
+ * A managed file as the files feature gives it (files/index.ts `readManagedFile`): its bytes,
+ * or, when it is over `maxBytes`, its size and first `headBytes` bytes only.
  */
-export type ReadAttachmentFile = ((ref: string, options: { readonly maxBytes: number }) => Promise<ManagedFileBytes>) | undefined
+export type ManagedFileBytes =
+  | {
+    readonly tooLarge?: false
+    readonly data: Uint8Array
+    readonly contentType: string
+    readonly name: string
+    readonly size: number
+    readonly generation?: unknown
+  }
+  | { readonly tooLarge: true; readonly head: Uint8Array; readonly size: number }
+
+/**
+ * Reads a managed file under the invocation's authority; one over `maxBytes` is answered by
+ * its first `headBytes` bytes only. Absent until the files feature is wired.
+ */
+export type ReadAttachmentFile = ((ref: string, options: { readonly maxBytes: number; readonly headBytes: number }) => Promise<ManagedFileBytes>) | undefined
 
 interface Loaded {
   readonly index: number
@@ -72,7 +83,7 @@ export async function checkAttachments(attachments: unknown, readFile: ReadAttac
       loaded.push(shape.loaded)
       continue
     }
-    const item = await loadManaged(shape, readFile, Math.max(budget, 0))
+    const item = await loadManaged(shape, readFile, { maxBytes: Math.max(budget, 0), count: shapes.length })
     budget -= item.data.byteLength
     loaded.push(item)
   }
@@ -95,6 +106,7 @@ export async function checkAttachments(attachments: unknown, readFile: ReadAttac
           details: { index: item.index, pages, limit: ATTACHMENT_LIMITS.pdfPages },
         })
       }
+      if (size > ATTACHMENT_LIMITS.pdfBytes) throw pdfTooLarge(item.index, size)
       pdfs += 1
     } else if (detected !== null && IMAGE_TYPES.has(detected)) {
       if (item.declared !== null && item.declared !== detected) {
@@ -102,18 +114,12 @@ export async function checkAttachments(attachments: unknown, readFile: ReadAttac
           details: { index: item.index, declared: item.declared, detected },
         })
       }
-      if (size > ATTACHMENT_LIMITS.imageBytes) {
-        throw new ServiceError('AI_IMAGE_TOO_LARGE', `Attachment ${item.index} is an image of ${size} bytes; an image may have at most ${ATTACHMENT_LIMITS.imageBytes} (15 MiB)`, {
-          details: { index: item.index, size, limit: ATTACHMENT_LIMITS.imageBytes },
-        })
-      }
+      if (size > ATTACHMENT_LIMITS.imageBytes) throw imageTooLarge(item.index, size)
       if ((detected === 'image/gif' || detected === 'image/webp') && (await frames(item, detected)) > 1) throw animated(item.index, detected)
     } else if (detected === 'image/apng') {
       throw animated(item.index, 'image/apng')
     } else {
-      throw new ServiceError('AI_ATTACHMENT_TYPE_UNSUPPORTED', `Attachment ${item.index} is ${detected ?? 'of an unknown type'}; attach PNG, JPEG, WEBP or GIF images, or one managed PDF`, {
-        details: { index: item.index, detected },
-      })
+      throw unsupported(item.index, detected)
     }
     total += size
     parts.push({
@@ -125,9 +131,7 @@ export async function checkAttachments(attachments: unknown, readFile: ReadAttac
       ...(item.detail !== null && detected !== 'application/pdf' ? { providerOptions: { openaiCompatible: { detail: item.detail } } } : {}),
     })
   }
-  if (pdfs > 0 && loaded.length > 1) {
-    throw new ServiceError('AI_PDF_NOT_ALONE', 'A PDF is attached alone: attach up to four images, or one PDF', { details: { count: loaded.length } })
-  }
+  if (pdfs > 0 && loaded.length > 1) throw pdfNotAlone(loaded.length)
   if (total > ATTACHMENT_LIMITS.totalBytes) {
     throw new ServiceError('AI_ATTACHMENTS_TOO_LARGE', `The attachments hold ${total} bytes together; at most ${ATTACHMENT_LIMITS.totalBytes} (20 MiB) are allowed`, {
       details: { size: total, limit: ATTACHMENT_LIMITS.totalBytes },
@@ -177,17 +181,33 @@ function shapeOf(attachment: unknown, index: number): Shape {
   throw invalid(`attachment ${index} must have type 'file' or 'image'`, index)
 }
 
-async function loadManaged(shape: Extract<Shape, { kind: 'managed' }>, readFile: ReadAttachmentFile, maxBytes: number): Promise<Loaded> {
+async function loadManaged(
+  shape: Extract<Shape, { kind: 'managed' }>,
+  readFile: ReadAttachmentFile,
+  options: { readonly maxBytes: number; readonly count: number },
+): Promise<Loaded> {
   if (readFile === undefined) throw notImplemented('ctx.files (managed file attachments)')
-  let file: ManagedFileBytes
-  try {
-    file = await readFile(shape.ref, { maxBytes })
-  } catch (error) {
-    if (error instanceof ServiceError && error.code === 'FILE_TOO_LARGE') throw tooLargeTogether(shape.index, (error.details as { size?: unknown } | undefined)?.size, error)
-    throw error
-  }
-  if (file.data.byteLength > maxBytes) throw tooLargeTogether(shape.index, file.data.byteLength)
+  const file = await readFile(shape.ref, { maxBytes: options.maxBytes, headBytes: HEAD_BYTES })
+  if (file.tooLarge === true) throw await tooLargeToRead(shape.index, file, options.count)
+  if (file.data.byteLength > options.maxBytes) throw tooLargeTogether(shape.index, file.data.byteLength)
   return { index: shape.index, data: file.data, managed: true, declared: null, name: file.name, detail: shape.detail }
+}
+
+/**
+ * The refusal of a managed file too large for what the 20 MiB leave, named from its first
+ * bytes: the limit of its own kind when it breaks that, else the PDF's company or the total.
+ */
+async function tooLargeToRead(index: number, file: { readonly head: Uint8Array; readonly size: number }, count: number): Promise<ServiceError> {
+  const detected = await detectType(file.head)
+  if (detected === 'application/pdf') {
+    if (file.size > ATTACHMENT_LIMITS.pdfBytes) return pdfTooLarge(index, file.size)
+    if (count > 1) return pdfNotAlone(count)
+  } else if (detected !== null && (IMAGE_TYPES.has(detected) || detected === 'image/apng')) {
+    if (file.size > ATTACHMENT_LIMITS.imageBytes) return imageTooLarge(index, file.size)
+  } else {
+    return unsupported(index, detected)
+  }
+  return tooLargeTogether(index, file.size)
 }
 
 /** A GIF's or WEBP's frame count; an image libvips cannot read is AI_ATTACHMENT_INVALID. */
@@ -220,11 +240,32 @@ function looksLikeUrl(value: string): boolean {
   return /^[a-z][a-z0-9+.-]*:\/\//i.test(value) || /^data:/i.test(value)
 }
 
-/** A PDF's own limit (20 MiB) is the limit of all attachments together, so one code serves both. */
-function tooLargeTogether(index: number, size: unknown, cause?: unknown): ServiceError {
+/** A managed file that fits its own limit but not beside the others. */
+function tooLargeTogether(index: number, size: number): ServiceError {
   return new ServiceError('AI_ATTACHMENTS_TOO_LARGE', `Attachment ${index} does not fit: all attachments together may hold at most ${ATTACHMENT_LIMITS.totalBytes} bytes (20 MiB)`, {
-    details: { index, ...(typeof size === 'number' ? { size } : {}), limit: ATTACHMENT_LIMITS.totalBytes },
-    ...(cause === undefined ? {} : { cause }),
+    details: { index, size, limit: ATTACHMENT_LIMITS.totalBytes },
+  })
+}
+
+function pdfTooLarge(index: number, size: number): ServiceError {
+  return new ServiceError('AI_PDF_TOO_LARGE', `Attachment ${index} is a PDF of ${size} bytes; a PDF may have at most ${ATTACHMENT_LIMITS.pdfBytes} (20 MiB)`, {
+    details: { index, size, limit: ATTACHMENT_LIMITS.pdfBytes },
+  })
+}
+
+function imageTooLarge(index: number, size: number): ServiceError {
+  return new ServiceError('AI_IMAGE_TOO_LARGE', `Attachment ${index} is an image of ${size} bytes; an image may have at most ${ATTACHMENT_LIMITS.imageBytes} (15 MiB)`, {
+    details: { index, size, limit: ATTACHMENT_LIMITS.imageBytes },
+  })
+}
+
+function pdfNotAlone(count: number): ServiceError {
+  return new ServiceError('AI_PDF_NOT_ALONE', 'A PDF is attached alone: attach up to four images, or one PDF', { details: { count } })
+}
+
+function unsupported(index: number, detected: string | null): ServiceError {
+  return new ServiceError('AI_ATTACHMENT_TYPE_UNSUPPORTED', `Attachment ${index} is ${detected ?? 'of an unknown type'}; attach PNG, JPEG, WEBP or GIF images, or one managed PDF`, {
+    details: { index, detected },
   })
 }
 

@@ -2,8 +2,9 @@
 // against s3rver): real Deno Functions upload with ctx.files and attach the reference; the
 // platform reads the bytes through the files feature's readManagedFile under the
 // invocation's own authority. The exact provider request for an image (detail: original)
-// and a PDF; page, size and animation limits on stored bytes; a file that cannot fit refused
-// unread; another person's and another app's references refused before any provider request.
+// and a PDF; page, size and animation limits on stored bytes (a PDF over 20 MiB has its
+// own code); a file that cannot fit refused unread; another person's and another app's
+// references refused before any provider request.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { backend } from '../../test/test-db.ts'
@@ -18,10 +19,10 @@ import { base64, gif, pdf, png } from './test-fixtures.ts'
 const MIB = 1024 * 1024
 
 const ATTACH = `
-import { defineFunction, boolean, number, object, string } from '@service/server'
+import { defineFunction, array, boolean, number, object, string } from '@service/server'
 const bytes = (text) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0))
 export default defineFunction({
-  input: object({ action: string(), base64: string(), name: string(), contentType: string(), padTo: number(), ref: string(), detail: boolean() }),
+  input: object({ action: string(), base64: string(), name: string(), contentType: string(), padTo: number(), ref: string(), refs: array(string()), detail: boolean() }),
   async handler({ input, files, ai }) {
     if (input.action === 'upload') {
       let data = bytes(input.base64)
@@ -33,7 +34,8 @@ export default defineFunction({
       return { ref: await files.upload({ data, name: input.name, contentType: input.contentType }) }
     }
     try {
-      const text = await ai.generateText({ prompt: 'Read this.', attachments: [{ type: 'file', file: input.ref, ...(input.detail ? { detail: 'original' } : {}) }] })
+      const refs = input.refs.length > 0 ? input.refs : [input.ref]
+      const text = await ai.generateText({ prompt: 'Read this.', attachments: refs.map((ref) => ({ type: 'file', file: ref, ...(input.detail ? { detail: 'original' } : {}) })) })
       return { text }
     } catch (error) {
       return { error: { code: error.code ?? null, status: error.status ?? null, message: error.message } }
@@ -96,7 +98,7 @@ for (const storage of STORAGES) {
     })
 
     async function attach(as: SignedIn, input: Partial<Record<string, unknown>>, slug = 'receipts'): Promise<any> {
-      const full = { action: 'ask', base64: '', name: 'x', contentType: 'application/octet-stream', padTo: 0, ref: '', detail: false, ...input }
+      const full = { action: 'ask', base64: '', name: 'x', contentType: 'application/octet-stream', padTo: 0, ref: '', refs: [], detail: false, ...input }
       const res = await h.request('/_service/functions/attach', { host: slug, headers: { 'x-service-sdk': '1' }, token: as.accessToken, json: full })
       const text = await res.text()
       assert.equal(res.status, 200, text)
@@ -107,9 +109,9 @@ for (const storage of STORAGES) {
       assert.equal(typeof body.ref, 'string', JSON.stringify(body))
       return body.ref
     }
-    async function refused(as: SignedIn, ref: string, code: string, slug = 'receipts'): Promise<any> {
+    async function refused(as: SignedIn, ref: string | string[], code: string, slug = 'receipts'): Promise<any> {
       const before = double.requests.length
-      const body = await attach(as, { ref }, slug)
+      const body = await attach(as, typeof ref === 'string' ? { ref } : { refs: ref }, slug)
       assert.equal(body.error?.code, code, JSON.stringify(body))
       assert.equal(double.requests.length, before, 'no provider request')
       return body.error
@@ -150,9 +152,11 @@ for (const storage of STORAGES) {
       assert.equal((await refused(ann, big, 'AI_IMAGE_TOO_LARGE')).status, 413)
     })
 
-    test('a stored PDF over 20 MiB is AI_ATTACHMENTS_TOO_LARGE', async () => {
+    test('a stored PDF of 20 MiB and one byte is AI_PDF_TOO_LARGE', async () => {
       const huge = await upload(ann, await pdf(1), { name: 'huge.pdf', contentType: 'application/pdf', padTo: 20 * MIB + 1 })
-      assert.equal((await refused(ann, huge, 'AI_ATTACHMENTS_TOO_LARGE')).status, 413)
+      const error = await refused(ann, huge, 'AI_PDF_TOO_LARGE')
+      assert.equal(error.status, 413)
+      assert.match(error.message, /PDF of 20971521 bytes; a PDF may have at most 20971520/)
     })
 
     test("another person's file and another app's file are not readable as attachments", async () => {

@@ -50,19 +50,27 @@ export function fileCallerOf(meta: InvocationFacts): FileCaller | null {
   }
 }
 
-/** What `readManagedFile` returns. */
-export interface ManagedFileBytes {
-  readonly data: Uint8Array
-  readonly contentType: string
-  readonly name: string
-  readonly size: number
-  readonly generation: number
-}
+/**
+ * What `readManagedFile` returns: the file's bytes, or, for a file over `maxBytes` read with
+ * `headBytes`, only its first bytes (`tooLarge: true`), enough to tell what it is.
+ */
+export type ManagedFileBytes =
+  | {
+    readonly tooLarge?: false
+    readonly data: Uint8Array
+    readonly contentType: string
+    readonly name: string
+    readonly size: number
+    readonly generation: number
+  }
+  | { readonly tooLarge: true; readonly head: Uint8Array; readonly size: number }
 
 /**
  * A managed file's bytes for another feature of the platform (ctx.ai attachments), with
  * the same authority as `ctx.files.download` (FILE_NOT_FOUND, FILE_INPUT_CHANGED,
- * FILE_GRANT_EXPIRED). `maxBytes` refuses a larger file before reading it (FILE_TOO_LARGE).
+ * FILE_GRANT_EXPIRED). `maxBytes` refuses a larger file before reading it: FILE_TOO_LARGE,
+ * or, with `headBytes`, its size and first `headBytes` bytes only (ctx.ai then names the
+ * limit the file breaks, which depends on what it is).
  *
  * @example
  * const file = await readManagedFile({ db, files }, { appId, devName, identity: meta.identity, user: meta.user, job: meta.job, ref })
@@ -77,6 +85,7 @@ export async function readManagedFile(
     readonly job?: { readonly id: string } | null
     readonly ref: string
     readonly maxBytes?: number
+    readonly headBytes?: number
   },
 ): Promise<ManagedFileBytes> {
   const namespace = input.devName === ''
@@ -89,6 +98,10 @@ export async function readManagedFile(
   if (caller === null) throw new ServiceError('FILE_NOT_FOUND', 'No file by that reference in this app')
   const opened = await deps.files.open(caller, input.ref)
   if (input.maxBytes !== undefined && opened.info.size > input.maxBytes) {
+    if (input.headBytes !== undefined) {
+      const head = await collect(await opened.read({ offset: 0, length: Math.min(input.headBytes, opened.info.size) }))
+      return { tooLarge: true, head, size: opened.info.size }
+    }
     throw new ServiceError('FILE_TOO_LARGE', `The file is ${opened.info.size} bytes; at most ${input.maxBytes} are accepted here`, {
       details: { size: opened.info.size, limit: input.maxBytes },
     })
