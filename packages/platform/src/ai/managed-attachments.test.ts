@@ -2,9 +2,9 @@
 // against s3rver): real Deno Functions upload with ctx.files and attach the reference; the
 // platform reads the bytes through the files feature's readManagedFile under the
 // invocation's own authority. The exact provider request for an image (detail: original)
-// and a PDF; page, size and animation limits on stored bytes (a PDF over 20 MiB has its
-// own code); a file that cannot fit refused unread; another person's and another app's
-// references refused before any provider request.
+// and a PDF; page, size and animation limits on stored bytes (a PDF over 20 MiB, four images
+// over 20 MiB together); a file that cannot fit refused unread; another person's and another
+// app's references refused before any provider request.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { backend } from '../../test/test-db.ts'
@@ -157,6 +157,16 @@ for (const storage of STORAGES) {
       const error = await refused(ann, huge, 'AI_PDF_TOO_LARGE')
       assert.equal(error.status, 413)
       assert.match(error.message, /PDF of 20971521 bytes; a PDF may have at most 20971520/)
+    })
+
+    test('four stored images under 15 MiB each but over 20 MiB together are AI_ATTACHMENTS_TOO_LARGE', async () => {
+      const size = Math.round(5.1 * MIB)
+      const refs: string[] = []
+      for (let index = 0; index < 4; index += 1) refs.push(await upload(ann, png(), { name: `page-${index}.png`, contentType: 'image/png', padTo: size }))
+      const error = await refused(ann, refs, 'AI_ATTACHMENTS_TOO_LARGE')
+      assert.equal(error.status, 413)
+      // The fourth is the one that does not fit beside the first three.
+      assert.match(error.message, /^Attachment 3 does not fit: all attachments together may hold at most 20971520 bytes/)
     })
 
     test("another person's file and another app's file are not readable as attachments", async () => {
