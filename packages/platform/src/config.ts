@@ -55,6 +55,18 @@ export interface Config {
   readonly files: FilesSettings
   /** EMAIL_*, INBOUND_*: app email out and in (email/, docs/operations.md). */
   readonly email: EmailSettings
+  /** PUSH_*: web push notifications (push/, docs/operations.md). */
+  readonly push: PushSettings
+}
+
+/** Web push (`ctx.notifications`, the browser SDK's `service.notifications`). */
+export interface PushSettings {
+  /** PUSH_SUBJECT: the VAPID `sub` push services may contact, mailto: or https: (default mailto: SERVICE_MAIL_FROM's address). */
+  readonly subject: string
+  /** PUSH_MAX_SUBSCRIPTIONS_PER_USER: subscriptions a person keeps per app namespace, the oldest dropped past it (default 10). */
+  readonly maxSubscriptionsPerUser: number
+  /** PUSH_ALLOW_LOOPBACK_HTTP: accept http push endpoints on loopback (local push servers, tests); refused in production. */
+  readonly allowLoopbackHttp: boolean
 }
 
 /** App email (`ctx.email`, inbound SMTP); the sign-in mail uses SMTP_URL and SERVICE_MAIL_FROM only. */
@@ -205,7 +217,21 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ai: aiSettings(env),
     files: filesSettings(env),
     email: emailSettings(env, { baseDomain: baseUrl.hostname, host: env.HOST ?? '127.0.0.1' }),
+    push: pushSettings(env, { production, mailFrom: env.SERVICE_MAIL_FROM || `Service <no-reply@${baseUrl.hostname}>` }),
   })
+}
+
+function pushSettings(env: Record<string, string | undefined>, context: { production: boolean; mailFrom: string }): PushSettings {
+  const address = /<([^<>\s]+@[^<>\s]+)>/.exec(context.mailFrom)?.[1] ?? context.mailFrom.trim()
+  const subject = env.PUSH_SUBJECT || `mailto:${address}`
+  if (!/^(mailto:[^\s@]+@[^\s@]+|https:\/\/\S+)$/.test(subject)) {
+    throw new ConfigError(`PUSH_SUBJECT must be a mailto: address or an https: URL push services may contact, got "${subject}"`)
+  }
+  const maxSubscriptionsPerUser = positive('PUSH_MAX_SUBSCRIPTIONS_PER_USER', env.PUSH_MAX_SUBSCRIPTIONS_PER_USER, 10)
+  if (maxSubscriptionsPerUser > 100) throw new ConfigError(`PUSH_MAX_SUBSCRIPTIONS_PER_USER must be at most 100, got "${maxSubscriptionsPerUser}"`)
+  const allowLoopbackHttp = flag('PUSH_ALLOW_LOOPBACK_HTTP', env.PUSH_ALLOW_LOOPBACK_HTTP, false)
+  if (allowLoopbackHttp && context.production) throw new ConfigError('PUSH_ALLOW_LOOPBACK_HTTP is for local push servers and tests; production posts to https push services only')
+  return Object.freeze({ subject, maxSubscriptionsPerUser, allowLoopbackHttp })
 }
 
 const HOST_NAME = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/
