@@ -12,4 +12,8 @@ export interface Io {
   readSecret?(prompt: string): Promise<string>
   /** Asks a yes/no question; absent without a terminal (then a command needs `--yes`). */
   confirm?(question: string): Promise<boolean>
+  /** `--json`: print results as JSON (output.ts). */
+  readonly json?: boolean
+  /** Stops a long-running command (`dev`, `logs --follow`): Ctrl-C for the process, the test's own in tests. */
+  readonly signal?: AbortSignal
 }

@@ -96,10 +96,11 @@ describe(`the service CLI over HTTP (${backend})`, () => {
     assert.match(run.err.join('\n'), /database\/migrations\/0001_bad\.sql:2:\d+ SQLSTATE 42P01/)
   })
 
-  test('without a token the owner API refusal is printed, exit 1', async () => {
+  test('without a token the owner API refusal is printed with the next command, exit 3', async () => {
     const { io, err } = capture(env)
-    assert.equal(await main(['apps', 'list'], io), 1)
+    assert.equal(await main(['apps', 'list'], io), 3)
     assert.match(err[0]!, /^error UNAUTHENTICATED/)
+    assert.match(err.at(-1)!, /^next: service login/)
   })
 
   test('an unknown command prints usage and exits 2', async () => {

@@ -79,7 +79,7 @@ describe(`service app access-token over HTTP (${backend})`, () => {
   test('usage errors exit 2 and platform refusals exit 1 with the code', async () => {
     const usage = capture(env)
     assert.equal(await main(['app', 'access-token', 'revoke', 'vault'], usage.io), 2)
-    assert.match(usage.err[0]!, /^usage: service app access-token revoke/)
+    assert.match(usage.err.join('\n'), /service app access-token revoke <app> <tokenId>/)
     const unknown = capture(env)
     assert.equal(await main(['app', 'access-token', 'request', 'nowhere'], unknown.io), 1)
     assert.match(unknown.err[0]!, /^error APP_NOT_FOUND/)

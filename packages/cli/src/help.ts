@@ -1,0 +1,192 @@
+/**
+ * The CLI's help: one entry per command, printed by `service <command> --help` (and
+ * `service help <command>`), summarised by `service --help`. docs/cli.md repeats these
+ * usages with the exit codes and `--json` shapes; a test keeps the two in step.
+ */
+
+export interface CommandHelp {
+  /** One line for `service --help`. */
+  readonly summary: string
+  /** The usage lines, each starting `service <command>`. */
+  readonly usage: readonly string[]
+  /** What it does and its options, for a person. */
+  readonly details: string
+  /** What `--json` prints on stdout. */
+  readonly json: string
+}
+
+export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
+  validate: {
+    summary: 'check an app directory\'s service.yaml and bundle layout, offline',
+    usage: ['service validate <dir>'],
+    details: 'Checks service.yaml with the platform\'s own manifest rules and every file path of the bundle. Each problem is\n'
+      + 'printed as file:line:column CODE message; exits 1 when there is an error (warnings alone exit 0).',
+    json: '{"valid": boolean, "app": string|null, "files": number, "errors": [Problem], "warnings": [Problem]}\n'
+      + 'with Problem = {"file", "line", "column", "code", "message"}; exit 1 when valid is false.',
+  },
+  deploy: {
+    summary: 'deploy an app directory (creates the app on its first deploy)',
+    usage: ['service deploy <dir> [--dev <name>]'],
+    details: 'Uploads the bundle as a new release: production, or with --dev the development namespace <name> (its own\n'
+      + 'schema, data, secrets and logs; created by its first deploy), production untouched. Prints the upload size and\n'
+      + 'each migration applied on stderr as it goes.',
+    json: '{"app": {"id", "slug", "url"}, "created": boolean, "dev": string|null, "release": {"version"},\n'
+      + ' "upload": {"files": number, "bytes": number}, "migrationsApplied": [string], "warnings": [Problem]}',
+  },
+  apps: {
+    summary: 'list your apps',
+    usage: ['service apps list'],
+    details: 'The apps you own or hold a role on: slug, visibility, status and URL.',
+    json: '{"apps": [{"id", "slug", "visibility", "status", "url", ...}]}',
+  },
+  releases: {
+    summary: 'list an app\'s releases',
+    usage: ['service releases list <app> [--dev <name>]'],
+    details: 'An app\'s releases, newest first: version, status, pinned SDK version and when it was made; --dev for a\n'
+      + 'development namespace\'s.',
+    json: '{"releases": [{"version", "status", "sdkVersion", "createdAt", ...}]}',
+  },
+  login: {
+    summary: 'sign in through the browser; keeps the token in the OS credential store',
+    usage: ['service login'],
+    details: 'Prints a link and a code; open the link, check the code and approve. The owner API token the CLI receives goes to\n'
+      + 'the OS credential store (Keychain, Credential Manager, Secret Service); where none answers, to a file readable by\n'
+      + 'you alone (mode 0600) in your config directory, and the CLI says so on stderr. The token is never printed.',
+    json: '{"approveUrl", "userCode"} first (a line), then {"user": {"email"}, "store": {"kind": "os"|"file", "location", "fallback"}}',
+  },
+  logout: {
+    summary: 'revoke the CLI\'s token and remove it from the credential store',
+    usage: ['service logout'],
+    details: 'Revokes the stored token on the platform and removes it. SERVICE_TOKEN, when set, is neither revoked nor unset.',
+    json: '{"signedOut": boolean}',
+  },
+  app: {
+    summary: 'an app\'s access tokens (svc_app_…): list, create, revoke, request',
+    usage: [
+      'service app access-token list <app>',
+      'service app access-token create <app> [--name <name>]',
+      'service app access-token revoke <app> <tokenId>',
+      'service app access-token request <app> [--name <name>]',
+    ],
+    details: 'An app access token acts as the app\'s owner on its runtime APIs. The CLI never prints one: create prints a\n'
+      + 'one-time link that shows it to the owner in the browser (15 minutes); request, for an agent without owner\n'
+      + 'credentials, prints a link for the owner to approve and waits.',
+    json: 'list: {"tokens": [{"id", "name", "createdAt", "lastUsedAt"}]}; create: {"token": {...}, "revealUrl"};\n'
+      + 'revoke: {"revoked": tokenId}; request: {"approveUrl"} first (a line), then {"status": "approved", "tokenId"}',
+  },
+  access: {
+    summary: 'who holds which role on an app (Use, Edit, Administer); a provider app\'s audiences',
+    usage: [
+      'service access list <app>',
+      'service access set <app> <email|userId> use|edit|administer',
+      'service access remove <app> <email|userId>',
+      'service access audience <app> [organisation | people <email,...> | administer <email,...|none>]',
+    ],
+    details: 'Roles: Use (open the app), Edit (deploy, secrets, logs), Administer (roles). The owner holds all three.\n'
+      + 'set gives a member of the app\'s organisation a role (Use also to a person of no company); the owner or\n'
+      + 'Administer only. audience shows or sets who may use a provider app\'s integration and who may administer it.',
+    json: 'list: {"owner": Member, "members": [Member]} with Member = {"userId", "email", "role", "roles"};\n'
+      + 'set: {"member": Member}; remove: {"removed": person}; audience: {"audience": {"useScope", "usePeople", "administerPeople"}}',
+  },
+  integrations: {
+    summary: 'an app\'s integration slots and their bindings',
+    usage: [
+      'service integrations list <app>',
+      'service integrations bind <app> <slot> --connection <connectionId>',
+      'service integrations unbind <app> <slot>',
+    ],
+    details: 'list: slot, integration, account (app or calling_user), binding state, bound connection. bind: Edit on the app.',
+    json: 'list: {"slots": [...]}; bind: {"binding": {...}}; unbind: {"unbound": slot}',
+  },
+  connections: {
+    summary: 'your connections and your organisation\'s (never their values)',
+    usage: ['service connections list'],
+    details: 'id, integration, provider app, kind, status and label of every connection you can see.',
+    json: '{"connections": [{"id", "integration", "providerApp", "kind", "status", "label"}]}',
+  },
+  operator: {
+    summary: 'create a user and print an owner API token (operator key needed)',
+    usage: ['service operator create-user --email <email> --company <name> [--admin] [--platform-admin]'],
+    details: 'The operator key is SERVICE_OPERATOR_KEY, else the file operator-key in the platform\'s data directory.\n'
+      + 'The token is printed once: keep it in a secret manager.',
+    json: '{"user": {"id", "email", "organisationRole"}, "token"}',
+  },
+  cron: {
+    summary: 'when a schedule runs next (offline); an app\'s cron entries; run one now',
+    usage: [
+      'service cron next "<expr>" [--tz <zone>] [--from <ISO 8601>] [--count <n>]',
+      'service cron list <app>',
+      'service cron run <app> <name>',
+    ],
+    details: 'next computes with the scheduler\'s own code: --tz (default UTC), --from (default now; without an offset it is\n'
+      + 'local time in --tz), --count (default 5, at most 1000); exit 1 for a schedule or zone the platform rejects.\n'
+      + 'list shows the active release\'s entries with their next run; run queues a run now with a scheduled run\'s input.',
+    json: 'next: {"next": [ISO 8601 with offset]}; list: {"cron": [{"name", "schedule", "timezone", "function", "enabled", "nextRunAtLocal"}]};\n'
+      + 'run: {"run": {"jobId", "cron", "scheduledAt"}}',
+  },
+  secrets: {
+    summary: 'set, list and remove an app\'s secret values (never printed)',
+    usage: [
+      'service secrets set <NAME> [--app <app>] [--dev <name>]',
+      'service secrets list [--app <app>] [--dev <name>]',
+      'service secrets unset <NAME> [--app <app>] [--dev <name>]',
+    ],
+    details: 'set reads the value from piped stdin or a hidden prompt, never the command line. list shows names, whether\n'
+      + 'the active release declares and requires them, and when each was set. --app defaults to app.id of ./service.yaml.',
+    json: 'set: {"secret": {"name", "declared", "required", "set", "updatedAt"}}; list: {"secrets": [that]}; unset: {"removed": NAME}',
+  },
+  logs: {
+    summary: 'an app\'s stored Function log lines (ctx.log); --follow streams new ones',
+    usage: ['service logs [--app <app>] [--dev <name>] [--function <name>] [--level debug|info|warn|error] [--from <ISO>] [--to <ISO>] [--limit <n>] [--follow]'],
+    details: 'Newest last. Filters: --function, --level (that level and above), --from/--to, --limit (default 100, at most\n'
+      + '1000). --follow keeps polling and prints new lines as they are stored, until Ctrl-C (SERVICE_POLL_INTERVAL_MS,\n'
+      + 'default 2000). What a Function wrote is printed with control characters escaped.',
+    json: '{"logs": [LogLine], "nextCursor": string|null} (LogLine = {"id", "time", "level", "function", "requestId", "message", "fields"});\n'
+      + 'with --follow one LogLine a line, oldest first',
+  },
+  functions: {
+    summary: 'run a Function of a development namespace',
+    usage: ['service functions invoke <name> --dev <name> [--input \'<json>\'] [--as owner|anonymous] [--app <app>]'],
+    details: 'Runs the Function in the namespace\'s active release as the owner (or --as anonymous). Its log lines go to\n'
+      + 'stderr, the returned value to stdout; a failure prints the code, message and stack and exits 1.',
+    json: '{"ok": true, "value", "requestId", "logs": [LogLine]} or, exit 1, {"ok": false, "status", "error": {"code", "message", "details"}, "requestId", "logs"}',
+  },
+  dev: {
+    summary: 'delete a development namespace',
+    usage: ['service dev delete <name> [--app <app>] [--yes]'],
+    details: 'delete removes a development namespace with its schema, data, releases, logs and secrets; it asks first on a\n'
+      + 'terminal, --yes confirms without asking (needed in scripts).',
+    json: 'delete: {"deleted": name}',
+  },
+}
+
+const ENVIRONMENT = `the platform: --url <url>, else SERVICE_URL, else the URL a platform started in this
+             directory (or above it) recorded in .service/url, else http://localhost:8787
+environment: SERVICE_URL, SERVICE_TOKEN (owner API token; otherwise the one service login
+             stored), SERVICE_CREDENTIALS_FILE (keep tokens in this file instead of the OS
+             credential store), SERVICE_DATA_DIR (the platform's data directory with its url
+             and operator-key; default the nearest .service from here up), SERVICE_OPERATOR_KEY
+every command: --json (machine-readable output: docs/cli.md), --help
+exit codes:  0 ok, 1 failed (the platform refused, problems found), 2 usage error,
+             3 not signed in or token refused, 4 platform unreachable, 130 stopped (Ctrl-C)`
+
+/** `service --help`: every command's summary. */
+export function generalHelp(): string {
+  const width = Math.max(...Object.keys(COMMAND_HELP).map((name) => name.length)) + 2
+  const lines = Object.entries(COMMAND_HELP).map(([name, help]) => `  ${name.padEnd(width)} ${help.summary}`)
+  return `usage: service <command> [options]\n\n${lines.join('\n')}\n\nservice <command> --help shows a command's usage and options.\n\n${ENVIRONMENT}`
+}
+
+/** `service <command> --help`, or null for a command without help. */
+export function commandHelp(name: string): string | null {
+  const help = Object.hasOwn(COMMAND_HELP, name) ? COMMAND_HELP[name] : undefined
+  if (help === undefined) return null
+  const usage = help.usage.map((line, i) => `${i === 0 ? 'usage: ' : '       '}${line}`).join('\n')
+  return `${usage}\n\n${help.details}\n\n--json prints: ${help.json}\n\n${ENVIRONMENT}`
+}
+
+/** The usage lines of a command, for a usage error. */
+export function usageOf(name: string): string {
+  const help = COMMAND_HELP[name]
+  return help === undefined ? 'service --help' : help.usage.map((line, i) => `${i === 0 ? 'usage: ' : '       '}${line}`).join('\n')
+}
