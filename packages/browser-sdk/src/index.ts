@@ -8,6 +8,12 @@ import { readFileSync } from 'node:fs'
 
 export const BROWSER_SDK_SOURCE: string = readFileSync(new URL('./sdk.js', import.meta.url), 'utf8')
 
+/**
+ * The push service worker (`service.notifications.subscribe()` registers it), served by the
+ * platform at {app_url}/_service/push/sw.js as it is stored.
+ */
+export const PUSH_SERVICE_WORKER_SOURCE: string = readFileSync(new URL('./push-sw.js', import.meta.url), 'utf8')
+
 /** Where sdk.js takes the callable Functions' names (an array expression in place of `null`). */
 const CALLABLE_FUNCTIONS_SLOT = '/*@service:callable-functions*/null'
 

@@ -1,7 +1,8 @@
 // The `service` global, served at {app_url}/_service/sdk.js. Same-origin only: the browser's
 // HttpOnly session cookie authenticates every call, so no token material ever reaches page
 // scripts. `auth.currentUser()`, `auth.signInUrl()`, `auth.signOut()`, `functions.call()`,
-// `functions.stream()`, `files.upload()`, `files.download()`, `files.info()`, `data.search()`, `ServiceError`.
+// `functions.stream()`, `files.upload()`, `files.download()`, `files.info()`, `data.search()`,
+// `notifications.subscribe()`, `notifications.unsubscribe()`, `ServiceError`.
 (function () {
   'use strict'
 
@@ -252,8 +253,131 @@
     },
   })
 
+  const PUSH_PATH = '/_service/push'
+  /** The push service worker's scope: it controls no page of the app. */
+  const PUSH_SCOPE = PUSH_PATH + '/'
+  const JSON_HEADERS = { 'content-type': 'application/json' }
+
+  function pushSupported() {
+    return typeof navigator !== 'undefined' && 'serviceWorker' in navigator &&
+      typeof PushManager !== 'undefined' && typeof Notification !== 'undefined'
+  }
+
+  function base64urlBytes(text) {
+    const base64 = text.replace(/-/g, '+').replace(/_/g, '/') + '==='.slice((text.length + 3) % 4)
+    const raw = atob(base64)
+    const bytes = new Uint8Array(raw.length)
+    for (let index = 0; index < raw.length; index += 1) bytes[index] = raw.charCodeAt(index)
+    return bytes
+  }
+
+  function sameBytes(buffer, bytes) {
+    if (!buffer) return false
+    const view = new Uint8Array(buffer)
+    if (view.length !== bytes.length) return false
+    for (let index = 0; index < bytes.length; index += 1) if (view[index] !== bytes[index]) return false
+    return true
+  }
+
+  /** The registration once it has an active worker (PushManager.subscribe needs one). */
+  function activated(registration) {
+    if (registration.active) return Promise.resolve(registration)
+    const worker = registration.installing || registration.waiting
+    return new Promise(function (resolve, reject) {
+      if (!worker) {
+        reject(new ServiceError('PUSH_SUBSCRIBE_FAILED', 'the push service worker did not install'))
+        return
+      }
+      const settle = function () {
+        if (registration.active || worker.state === 'activated') resolve(registration)
+        else if (worker.state === 'redundant') reject(new ServiceError('PUSH_SUBSCRIBE_FAILED', 'the push service worker failed to install'))
+      }
+      worker.addEventListener('statechange', settle)
+      settle()
+    })
+  }
+
+  /**
+   * Web push notifications for the signed-in person (sent by the app's Functions with
+   * `ctx.notifications.send`). The platform's service worker, served from this origin at
+   * /_service/push/sw.js with the scope /_service/push/, shows them and opens their page on a
+   * click; it controls no page, so an app's own service worker is left alone.
+   */
+  const notifications = Object.freeze({
+    /**
+     * Asks the person's permission (call it from a click), subscribes this browser with the
+     * platform's VAPID key and stores the subscription for the signed-in person; resolves to
+     * `{ id }`. Rejects with a ServiceError: AUTH_REQUIRED (nobody signed in),
+     * PUSH_NOT_SUPPORTED, PUSH_PERMISSION_DENIED, PUSH_SUBSCRIBE_FAILED (the browser or its
+     * push service refused; `details.name` and `details.cause` say what it said),
+     * PUSH_SUBSCRIPTION_INVALID, or NETWORK_ERROR.
+     *   button.onclick = () => service.notifications.subscribe()
+     */
+    async subscribe() {
+      if (!pushSupported()) {
+        throw new ServiceError('PUSH_NOT_SUPPORTED',
+          'this browser has no web push (service workers, PushManager and Notification are needed; on iOS, add the app to the home screen first)')
+      }
+      const me = await call('/_service/auth/user')
+      if (!me || !me.user) throw new ServiceError('AUTH_REQUIRED', 'sign in to receive notifications')
+      const key = await call(PUSH_PATH + '/vapid-public-key')
+      const permission = Notification.permission === 'granted' ? 'granted' : await Notification.requestPermission()
+      if (permission !== 'granted') {
+        throw new ServiceError('PUSH_PERMISSION_DENIED', 'notifications are not allowed for this app in this browser', { permission: permission })
+      }
+      let registration
+      try {
+        registration = await activated(await navigator.serviceWorker.register(PUSH_PATH + '/sw.js', { scope: PUSH_SCOPE }))
+      } catch (error) {
+        if (error instanceof ServiceError) throw error
+        throw new ServiceError('PUSH_SUBSCRIBE_FAILED', 'the push service worker could not be registered', { name: error && error.name, cause: String(error) })
+      }
+      const applicationServerKey = base64urlBytes(key.publicKey)
+      let subscription = await registration.pushManager.getSubscription()
+      if (subscription && !sameBytes(subscription.options && subscription.options.applicationServerKey, applicationServerKey)) {
+        await subscription.unsubscribe().catch(function () {})
+        subscription = null
+      }
+      if (!subscription) {
+        try {
+          subscription = await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: applicationServerKey })
+        } catch (error) {
+          throw new ServiceError('PUSH_SUBSCRIBE_FAILED',
+            'the browser could not subscribe to its push service: ' + String(error && error.message), { name: error && error.name, cause: String(error) })
+        }
+      }
+      try {
+        return await call(PUSH_PATH + '/subscriptions', { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify(subscription.toJSON()) })
+      } catch (error) {
+        await subscription.unsubscribe().catch(function () {})
+        throw error
+      }
+    },
+    /**
+     * Removes this browser's subscription, from the platform and from the browser's push
+     * service; resolves to whether there was one. Signed out, the platform's copy is dropped
+     * at the next send (the push service answers 410 for it).
+     */
+    async unsubscribe() {
+      if (!pushSupported()) return false
+      const registration = await navigator.serviceWorker.getRegistration(PUSH_SCOPE)
+      const subscription = registration ? await registration.pushManager.getSubscription() : null
+      if (!subscription) return false
+      try {
+        await call(PUSH_PATH + '/subscriptions', { method: 'DELETE', headers: JSON_HEADERS, body: JSON.stringify({ endpoint: subscription.endpoint }) })
+      } catch (error) {
+        if (!(error instanceof ServiceError) || error.code !== 'AUTH_REQUIRED') {
+          await subscription.unsubscribe().catch(function () {})
+          throw error
+        }
+      }
+      await subscription.unsubscribe()
+      return true
+    },
+  })
+
   Object.defineProperty(window, 'service', {
-    value: Object.freeze({ auth, functions, files, data, ServiceError }),
+    value: Object.freeze({ auth, functions, files, data, notifications, ServiceError }),
     writable: false,
     configurable: false,
     enumerable: true,

@@ -18,7 +18,8 @@
  * secrets overlay first, provider-invoker.ts), `integrations` by the broker
  * (integrations/broker.ts), `integration.emit` by integrations/events (a provider's
  * integration invocation that may emit only), `email` by email/send.ts for the invocation's
- * release and namespace, `files` by files/context.ts under the
+ * release and namespace, `notifications` by push/send.ts for the invocation's app
+ * namespace, `files` by files/context.ts under the
  * invocation's identity and job (its delegated read grant; a `jobs.enqueue` with `files` is
  * checked here for SDK 2.4.0 and a non-anonymous producer first), every other member
  * NOT_IMPLEMENTED by name. Secret values of the
@@ -45,6 +46,7 @@ import type { Clock } from '../lib/clock.ts'
 import type { AiContextCall } from '../ai/index.ts'
 import { notImplemented, ServiceError } from '../lib/errors.ts'
 import { checkGrantSdk, fileCallerOf, readGrantOption, type FilesContextCall } from '../files/index.ts'
+import type { NotificationsContextCall } from '../push/index.ts'
 import { withFields, type Logger } from '../lib/logger.ts'
 import { materialiseRelease } from './bundle-files.ts'
 import { runDataCall } from './context-data.ts'
@@ -127,6 +129,8 @@ export interface FunctionHostDeps {
   readonly ai?: { answer(call: AiContextCall<DataIdentity>): Promise<unknown> }
   /** Answers `ctx.email` (email/send.ts); without it NOT_IMPLEMENTED. */
   readonly email?: { answer(call: EmailContextCall): Promise<unknown> }
+  /** Answers `ctx.notifications` (push/send.ts); without it NOT_IMPLEMENTED. */
+  readonly notifications?: { answer(call: NotificationsContextCall): Promise<unknown> }
 }
 
 /** A `ctx.email` call with the invocation's app, release and namespace, as the host knows them. */
@@ -525,6 +529,9 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
         return await deps.email.answer({
           appId: meta.appId, releaseId: meta.releaseId, namespaceId: meta.namespace?.id ?? null, devName: meta.devName, method: call.method, args: call.args,
         })
+      case 'notifications':
+        if (deps.notifications === undefined) throw notImplemented('ctx.notifications')
+        return await deps.notifications.answer({ appId: meta.appId, namespaceId: meta.namespace?.id ?? null, method: call.method, args: call.args })
       default:
         throw notImplemented(`ctx.${call.member}`)
     }
