@@ -23,6 +23,10 @@ export const ERROR_CODES = {
   MEMBER_OUTSIDE_ORGANISATION: 403,
   CONFIRMATION_REQUIRED: 403,
   APP_TOKEN_NOT_ALLOWED: 403,
+  // MCP (issue 18; our codes, docs/api.md): a tool not on an app-scoped token's focused builder surface;
+  // an app-scoped token used on another app.
+  TOOL_NOT_AVAILABLE: 403,
+  TOKEN_SCOPE_MISMATCH: 403,
   NOT_FOUND: 404,
   HOST_NOT_FOUND: 404,
   APP_NOT_FOUND: 404,
