@@ -5,7 +5,7 @@
 import { Hono } from 'hono'
 import { searchHealth } from './search/declarations.ts'
 import { searchRoutes } from './search/routes.ts'
-import type { Config, EmailSettings } from './config.ts'
+import type { Config } from './config.ts'
 import type { Db } from './db/db.ts'
 import type { Clock } from './lib/clock.ts'
 import type { Logger } from './lib/logger.ts'
@@ -15,7 +15,7 @@ import type { AppAccess } from './apps/apps.ts'
 import { createAppDirectory } from './apps/apps.ts'
 import { domainRoutes } from './apps/domain-routes.ts'
 import { deployRoutes } from './deploy/routes.ts'
-import { createAppEmail, createMailer, devMailRoutes, type AppEmail, type AppEmailOptions, type Mailer } from './email/index.ts'
+import { createMailer, devMailRoutes, type Mailer } from './email/index.ts'
 import { createFrontend } from './frontend/serve.ts'
 import { appEdge } from './edge/app-edge.ts'
 import { classifyHost, hostUrls } from './http/hosts.ts'
@@ -44,6 +44,7 @@ import { createNamespaceSql, type NamespaceSql } from './namespaces/namespace-sq
 import { FILE_INLINE_BYTES, FILE_PIECE_BYTES, callFunction, callRoute, createFunctionHost, type FunctionHost } from './functions/index.ts'
 import { createAi } from './ai/index.ts'
 import { createFileStorage, createFiles, createFilesContext, filesRoutes, readManagedFile, type FileStorage, type FilesDeps, type ManagedFiles } from './files/index.ts'
+import { createPush, type Push, type PushOptions } from './push/index.ts'
 import { join } from 'node:path'
 import { createJobs, jobRoutes, type Jobs, type JobsOptions } from './jobs/index.ts'
 import { createCronScheduler, cronRoutes, type CronScheduler, type CronSchedulerOptions } from './cron/index.ts'
@@ -51,7 +52,7 @@ import { createSyncScheduler, type SyncScheduler, type SyncSchedulerOptions } fr
 
 export interface PlatformDeps {
   config: Pick<Config, 'baseUrl' | 'production' | 'smtpUrl' | 'mailFrom' | 'registration'> &
-    Partial<Pick<Config, 'signInLimits' | 'trustProxy' | 'dataDir' | 'statementTimeoutMs' | 'appConnections' | 'appPoolSize' | 'functionMemoryMb' | 'functionHeapMb' | 'functionSpareWorkers' | 'ai' | 'files' | 'email'>>
+    Partial<Pick<Config, 'signInLimits' | 'trustProxy' | 'dataDir' | 'statementTimeoutMs' | 'appConnections' | 'appPoolSize' | 'functionMemoryMb' | 'functionHeapMb' | 'functionSpareWorkers' | 'ai' | 'files' | 'push'>>
   db: Db
   clock: Clock
   logger: Logger
@@ -75,8 +76,8 @@ export interface PlatformDeps {
   invokeProvider?: InvokeProvider
   /** Addresses Functions may reach inside the denied private ranges: tests on loopback only. */
   functionsAllowNet?: readonly string[]
-  /** App email: worker tuning (tests shorten it) and, for tests, an SMTP URL for app mail only (null: the development mailbox) and settings. */
-  email?: AppEmailOptions & { smtpUrl?: string | null; settings?: Partial<EmailSettings> }
+  /** Web push: delivery worker tuning and, for tests, loopback http endpoints (a local push service). */
+  push?: PushOptions
   /** Managed files: another storage adapter (tests on S3), smaller limits, a shorter sweep age. */
   files?: { storage?: FileStorage; options?: Pick<FilesDeps, 'maxFileBytes' | 'sweepAgeMs' | 'sweepIntervalMs'> }
 }
@@ -103,8 +104,8 @@ export interface Platform {
   sync: SyncScheduler
   /** Integration events: `start()` runs the delivery worker and retention purge (main.ts does); tests call `runDue()`. */
   events: IntegrationEvents
-  /** App email: `start()` runs the delivery worker and retention purge (main.ts does); tests call `deliverDue()`. */
-  email: AppEmail
+  /** Web push: `worker.start()` runs the delivery worker (main.ts does; it makes the VAPID keys first); tests call `worker.runDue()`. */
+  push: Push
   /**
    * Resolves once the app edge's caches listen for change notices; they start on first use
    * otherwise, and read through until then.
@@ -116,11 +117,6 @@ export interface Platform {
 
 /** No AI provider: every `ctx.ai` call fails AI_NOT_CONFIGURED naming AI_BASE_URL. */
 const NO_AI = Object.freeze({ baseUrl: null, apiKey: null, textModel: null, imageModel: null, timeoutMs: 120_000 })
-
-/** config.ts's defaults, for callers (tests) that give no email settings. */
-function defaultEmailSettings(baseUrl: URL): EmailSettings {
-  return { domain: baseUrl.hostname, maxRecipients: 50, maxMessageBytes: 512 * 1024, recipientsPerHour: 1000, inboundPort: null, inboundHost: '127.0.0.1', inboundMaxBytes: 10 * 1024 * 1024 }
-}
 
 export function createPlatform(deps: PlatformDeps): Platform {
   const { db, clock, logger } = deps
@@ -148,11 +144,6 @@ export function createPlatform(deps: PlatformDeps): Platform {
 
   // The Functions host is built below (its routes are mounted first).
   const events = createIntegrationEvents({ db, clock, logger, host: () => functions, production: deps.config.production, ...deps.events })
-  const { smtpUrl: emailSmtpUrl, settings: emailSettings, ...emailOptions } = deps.email ?? {}
-  const email = createAppEmail({
-    db, clock, logger, settings: { ...(deps.config.email ?? defaultEmailSettings(deps.config.baseUrl)), ...emailSettings },
-    smtpUrl: emailSmtpUrl === undefined ? deps.config.smtpUrl : emailSmtpUrl, ...emailOptions,
-  })
 
   const base = new Hono()
   base.get('/v1/health', async (c) =>
@@ -217,6 +208,11 @@ export function createPlatform(deps: PlatformDeps): Platform {
 
   // Without a data directory (tests give only a bundles directory) files are kept beside the bundles.
   const filesRoot = deps.config.dataDir !== undefined ? join(deps.config.dataDir, 'files') : join(deps.bundlesDir ?? '.service', '.files')
+  const push = createPush({
+    db, clock, logger, sealKey: deriveKey(deps.masterKey, 'push-vapid'), appOrigin: (slug) => urls.app(slug),
+    settings: deps.config.push ?? { subject: `mailto:no-reply@${deps.config.baseUrl.hostname}`, maxSubscriptionsPerUser: 10, allowLoopbackHttp: false },
+    ...(deps.push === undefined ? {} : { options: deps.push }),
+  })
   const files = createFiles({
     db, clock, logger,
     storage: deps.files?.storage ?? createFileStorage({ root: filesRoot, s3: deps.config.files?.s3 ?? null }),
@@ -231,7 +227,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     integrations: { answer: (call) => broker.answer(call) },
     events: { emit: (call) => events.emit(call) },
     files: createFilesContext(files, { pipe: { inlineBytes: FILE_INLINE_BYTES, pieceBytes: FILE_PIECE_BYTES } }),
-    email: { answer: (call) => email.answer(call) },
+    notifications: { answer: (call) => push.answer(call) },
     ai: createAi({ settings: deps.config.ai ?? NO_AI, logger, readFile: (input) => readManagedFile({ db, files }, input) }),
     ...(deps.config.functionMemoryMb === undefined ? {} : { memoryBudgetMb: deps.config.functionMemoryMb }),
     ...(deps.config.functionHeapMb === undefined ? {} : { maxHeapMb: deps.config.functionHeapMb }),
@@ -270,6 +266,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     callRoute: (c, target) => callRoute(functionCalls, c, target),
     files: filesRoutes({ db, files }),
     search: searchRoutes({ db, sql: appSql }),
+    push: push.routes,
     hostOf: (request) => classifyHost(request.headers.get('host') ?? new URL(request.url).host, deps.config.baseUrl),
   })
 
@@ -286,7 +283,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     cron,
     sync,
     events,
-    email,
+    push,
     ready: async () => {
       await appDirectory.listening()
     },
@@ -295,7 +292,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
       await sync.stop()
       await jobs.stop()
       await events.stop()
-      await email.stop()
+      await push.worker.stop()
       await Promise.all([functions.close(), appDirectory.close(), appSql.close()])
       await files.stop()
     },

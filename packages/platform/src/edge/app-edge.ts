@@ -74,6 +74,8 @@ export interface EdgeDeps {
   files?: (request: Request, target: { appId: string; origin: string; userId: string | null }) => Promise<Response>
   /** `service.data.search` (search/routes.ts); without it `/_service/search` is NOT_IMPLEMENTED. */
   search?: (request: Request, target: SearchRequestTarget) => Promise<Response>
+  /** `service.notifications` and its service worker (push/routes.ts); without it `/_service/push` is NOT_IMPLEMENTED. */
+  push?: (request: Request, target: { appId: string; origin: string; userId: string | null }) => Promise<Response>
 }
 
 function wantsPage(c: Context): boolean {
@@ -294,6 +296,10 @@ export function appEdge(deps: EdgeDeps) {
       appId: c.var.app.id, releaseId: c.var.app.activeReleaseId, origin: origin(c), name: c.req.param('name'),
       user: c.var.caller.user === null ? null : { id: c.var.caller.user.id, email: c.var.caller.user.email },
     }))
+  }
+  if (deps.push !== undefined) {
+    const push = deps.push
+    edge.all('/_service/push/*', (c) => push(c.req.raw, { appId: c.var.app.id, origin: origin(c), userId: c.var.caller.user?.id ?? null }))
   }
   edge.all('/_service/*', (c) => {
     throw notImplemented(`The runtime endpoint ${new URL(c.req.url).pathname}`)
