@@ -79,6 +79,9 @@ logger.info('integration event delivery worker started')
 // Web push: the VAPID key pair (made on first start), then the delivery worker (shares the work like the jobs dispatcher).
 await platform.push.worker.start()
 logger.info('push delivery worker started')
+// App email: the outbound delivery worker (shares the work like the jobs dispatcher) and its 14-day retention purge.
+await platform.email.start()
+logger.info('email delivery worker started')
 // Cron: one process at a time (a lease) turns due occurrences into jobs.
 platform.cron.start()
 logger.info('cron scheduler started')
@@ -116,6 +119,7 @@ async function shutdown(signal: string) {
     shutdownStep({ name: 'jobs', limitMs: 21_000 }, () => platform.jobs.stop()),
     shutdownStep({ name: 'events', limitMs: 21_000 }, () => platform.events.stop()),
     shutdownStep({ name: 'push', limitMs: 11_000 }, () => platform.push.worker.stop()),
+    shutdownStep({ name: 'email', limitMs: 21_000 }, () => platform.email.stop()),
     // Sync runs still going after 5 s are left to their leases (another process runs the next occurrence).
     shutdownStep({ name: 'sync', limitMs: 6_000 }, () => platform.sync.stop()),
   ])

@@ -5,7 +5,7 @@
 import { Hono } from 'hono'
 import { searchHealth } from './search/declarations.ts'
 import { searchRoutes } from './search/routes.ts'
-import type { Config } from './config.ts'
+import type { Config, EmailSettings } from './config.ts'
 import type { Db } from './db/db.ts'
 import type { Clock } from './lib/clock.ts'
 import type { Logger } from './lib/logger.ts'
@@ -15,7 +15,7 @@ import type { AppAccess } from './apps/apps.ts'
 import { createAppDirectory } from './apps/apps.ts'
 import { domainRoutes } from './apps/domain-routes.ts'
 import { deployRoutes } from './deploy/routes.ts'
-import { createMailer, devMailRoutes, type Mailer } from './email/index.ts'
+import { createAppEmail, createMailer, devMailRoutes, type AppEmail, type AppEmailOptions, type Mailer } from './email/index.ts'
 import { createFrontend } from './frontend/serve.ts'
 import { appEdge } from './edge/app-edge.ts'
 import { classifyHost, hostUrls } from './http/hosts.ts'
@@ -52,7 +52,7 @@ import { createSyncScheduler, type SyncScheduler, type SyncSchedulerOptions } fr
 
 export interface PlatformDeps {
   config: Pick<Config, 'baseUrl' | 'production' | 'smtpUrl' | 'mailFrom' | 'registration'> &
-    Partial<Pick<Config, 'signInLimits' | 'trustProxy' | 'dataDir' | 'statementTimeoutMs' | 'appConnections' | 'appPoolSize' | 'functionMemoryMb' | 'functionHeapMb' | 'functionSpareWorkers' | 'ai' | 'files' | 'push'>>
+    Partial<Pick<Config, 'signInLimits' | 'trustProxy' | 'dataDir' | 'statementTimeoutMs' | 'appConnections' | 'appPoolSize' | 'functionMemoryMb' | 'functionHeapMb' | 'functionSpareWorkers' | 'ai' | 'files' | 'push' | 'email'>>
   db: Db
   clock: Clock
   logger: Logger
@@ -78,6 +78,8 @@ export interface PlatformDeps {
   functionsAllowNet?: readonly string[]
   /** Web push: delivery worker tuning and, for tests, loopback http endpoints (a local push service). */
   push?: PushOptions
+  /** App email: worker tuning (tests shorten it) and, for tests, an SMTP URL for app mail only (null: the development mailbox) and settings. */
+  email?: AppEmailOptions & { smtpUrl?: string | null; settings?: Partial<EmailSettings> }
   /** Managed files: another storage adapter (tests on S3), smaller limits, a shorter sweep age. */
   files?: { storage?: FileStorage; options?: Pick<FilesDeps, 'maxFileBytes' | 'sweepAgeMs' | 'sweepIntervalMs'> }
 }
@@ -106,6 +108,8 @@ export interface Platform {
   events: IntegrationEvents
   /** Web push: `worker.start()` runs the delivery worker (main.ts does; it makes the VAPID keys first); tests call `worker.runDue()`. */
   push: Push
+  /** App email: `start()` runs the delivery worker and retention purge (main.ts does); tests call `deliverDue()`. */
+  email: AppEmail
   /**
    * Resolves once the app edge's caches listen for change notices; they start on first use
    * otherwise, and read through until then.
@@ -117,6 +121,11 @@ export interface Platform {
 
 /** No AI provider: every `ctx.ai` call fails AI_NOT_CONFIGURED naming AI_BASE_URL. */
 const NO_AI = Object.freeze({ baseUrl: null, apiKey: null, textModel: null, imageModel: null, timeoutMs: 120_000 })
+
+/** config.ts's defaults, for callers (tests) that give no email settings. */
+function defaultEmailSettings(baseUrl: URL): EmailSettings {
+  return { domain: baseUrl.hostname, maxRecipients: 50, maxMessageBytes: 512 * 1024, recipientsPerHour: 1000, inboundPort: null, inboundHost: '127.0.0.1', inboundMaxBytes: 10 * 1024 * 1024 }
+}
 
 export function createPlatform(deps: PlatformDeps): Platform {
   const { db, clock, logger } = deps
@@ -144,6 +153,11 @@ export function createPlatform(deps: PlatformDeps): Platform {
 
   // The Functions host is built below (its routes are mounted first).
   const events = createIntegrationEvents({ db, clock, logger, host: () => functions, production: deps.config.production, ...deps.events })
+  const { smtpUrl: emailSmtpUrl, settings: emailSettings, ...emailOptions } = deps.email ?? {}
+  const email = createAppEmail({
+    db, clock, logger, settings: { ...(deps.config.email ?? defaultEmailSettings(deps.config.baseUrl)), ...emailSettings },
+    smtpUrl: emailSmtpUrl === undefined ? deps.config.smtpUrl : emailSmtpUrl, ...emailOptions,
+  })
 
   const base = new Hono()
   base.get('/v1/health', async (c) =>
@@ -227,6 +241,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     integrations: { answer: (call) => broker.answer(call) },
     events: { emit: (call) => events.emit(call) },
     files: createFilesContext(files, { pipe: { inlineBytes: FILE_INLINE_BYTES, pieceBytes: FILE_PIECE_BYTES } }),
+    email: { answer: (call) => email.answer(call) },
     notifications: { answer: (call) => push.answer(call) },
     ai: createAi({ settings: deps.config.ai ?? NO_AI, logger, readFile: (input) => readManagedFile({ db, files }, input) }),
     ...(deps.config.functionMemoryMb === undefined ? {} : { memoryBudgetMb: deps.config.functionMemoryMb }),
@@ -284,6 +299,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     sync,
     events,
     push,
+    email,
     ready: async () => {
       await appDirectory.listening()
     },
@@ -293,6 +309,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
       await jobs.stop()
       await events.stop()
       await push.worker.stop()
+      await email.stop()
       await Promise.all([functions.close(), appDirectory.close(), appSql.close()])
       await files.stop()
     },
