@@ -1,17 +1,18 @@
 /**
- * Where the CLI keeps its own owner API token, one per platform base URL (spec 4.5: "the
- * CLI keeps account and app credentials in the protected OS credential backend").
+ * Where the CLI keeps its own owner API token, one per platform origin (spec 4.5: "the CLI
+ * keeps account and app credentials in the protected OS credential backend").
  *
- * - The OS credential store through libsecret's `secret-tool` (GNOME Keyring, KWallet via
- *   the Secret Service API), when the command exists and answers. The token goes over
- *   stdin, never on a command line where `ps` would show it.
- * - Otherwise a file, `$XDG_CONFIG_HOME/service/credentials.json` (default `~/.config`),
- *   mode 0600 in a 0700 directory; `fallback` is set so the CLI can warn that no OS
- *   credential store was found.
+ * - The OS credential store through `@napi-rs/keyring` (keyring-rs): the macOS Keychain,
+ *   Windows Credential Manager, and on Linux and FreeBSD the Secret Service (GNOME Keyring,
+ *   KWallet, KeePassXC) over D-Bus. Linux is pinned to the Secret Service: the binding's
+ *   other Linux store, the kernel keyring, forgets everything at reboot.
+ * - Where no OS store answers (a headless server or container with no session bus, a
+ *   platform without a prebuilt binding), a file: `$XDG_CONFIG_HOME/service/credentials.json`
+ *   (default `~/.config`), mode 0600 in a 0700 directory. `fallback` and `fallbackReason`
+ *   say so, and `service login` repeats it on stderr.
  *
  * `SERVICE_CREDENTIALS_FILE` forces the file backend at that path (tests, containers).
  */
-import { spawn } from 'node:child_process'
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -23,19 +24,40 @@ export interface CredentialStore {
   readonly location: string
   /** True when the file was chosen because no OS credential store answered. */
   readonly fallback: boolean
+  /** Why no OS store answered, when `fallback`. */
+  readonly fallbackReason?: string
   get(baseUrl: string): Promise<string | null>
   set(baseUrl: string, token: string): Promise<void>
   /** Removes the stored token; false when there was none. */
   clear(baseUrl: string): Promise<boolean>
 }
 
+/**
+ * One OS credential store: secrets by account name under the CLI's service name. Each call
+ * may be cancelled by `signal` (a store waiting on an unlock prompt nobody answers).
+ */
+export interface KeyringBackend {
+  /** For messages: `the macOS Keychain`. */
+  readonly name: string
+  get(account: string, signal: AbortSignal): Promise<string | null>
+  set(account: string, secret: string, signal: AbortSignal): Promise<void>
+  /** False when nothing was stored. */
+  delete(account: string, signal: AbortSignal): Promise<boolean>
+}
+
+/** Opens the OS store, or throws saying why there is none. */
+export type OpenKeyring = () => Promise<KeyringBackend>
+
 export interface CredentialStoreOptions {
   env: Record<string, string | undefined>
-  /** The `secret-tool` command to run (tests pass a stand-in). */
-  secretTool?: string
-  /** How long one `secret-tool` call may take before the store counts as unavailable. */
+  /** The OS store to try; default `@napi-rs/keyring` (tests pass their own). */
+  openKeyring?: OpenKeyring
+  /** How long one OS store call may take before the store counts as not answering. */
   timeoutMs?: number
 }
+
+/** The service name the tokens are filed under in the OS store. */
+export const KEYRING_SERVICE = 'service-platform'
 
 /** The key a credential is stored under: the base URL's origin (`http://localhost:8787`). */
 export function credentialKey(baseUrl: string): string {
@@ -44,7 +66,7 @@ export function credentialKey(baseUrl: string): string {
 
 /**
  * The store to use: the file when SERVICE_CREDENTIALS_FILE is set, else the OS store when
- * `secret-tool` works, else the default file.
+ * one answers a lookup, else the default file (marked as a fallback, with the reason).
  *
  * @example
  *   const store = await openCredentialStore({ env: process.env })
@@ -52,75 +74,71 @@ export function credentialKey(baseUrl: string): string {
  */
 export async function openCredentialStore(options: CredentialStoreOptions): Promise<CredentialStore> {
   const forced = options.env.SERVICE_CREDENTIALS_FILE
-  if (forced) return fileStore(forced, false)
-  const tool = secretToolStore(options.secretTool ?? 'secret-tool', options.timeoutMs ?? 10_000)
-  if (await tool.available()) return tool.store
+  if (forced) return fileStore(forced, { fallback: false })
+  const timeoutMs = options.timeoutMs ?? 10_000
   const configHome = options.env.XDG_CONFIG_HOME || join(options.env.HOME || homedir(), '.config')
-  return fileStore(join(configHome, 'service', 'credentials.json'), true)
+  const file = join(configHome, 'service', 'credentials.json')
+  let keyring: KeyringBackend
+  try {
+    keyring = await (options.openKeyring ?? openNapiKeyring)()
+    // A lookup that answers (found or not) is a working store; one that fails or hangs is not.
+    await keyring.get(`${KEYRING_SERVICE}-availability-check`, AbortSignal.timeout(timeoutMs))
+  } catch (error) {
+    return fileStore(file, { fallback: true, reason: reasonOf(error) })
+  }
+  return keyringStore(keyring, timeoutMs)
 }
 
-interface RunResult {
-  code: number | null
-  stdout: string
-  stderr: string
+function reasonOf(error: unknown): string {
+  if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) return 'it did not answer in time'
+  return error instanceof Error ? error.message : String(error)
 }
 
-function run(command: string, args: string[], input: string, timeoutMs: number): Promise<RunResult | null> {
-  return new Promise((resolve) => {
-    let child
+/** The names people know the OS stores by, per `process.platform`. */
+function keyringName(platform: string): string {
+  if (platform === 'darwin') return 'the macOS Keychain'
+  if (platform === 'win32') return 'Windows Credential Manager'
+  return 'the Secret Service (GNOME Keyring, KWallet, KeePassXC)'
+}
+
+/** The OS store through @napi-rs/keyring; throws when the binding or the store is missing. */
+const openNapiKeyring: OpenKeyring = async () => {
+  let binding: typeof import('@napi-rs/keyring')
+  try {
+    binding = await import('@napi-rs/keyring')
+  } catch (error) {
+    throw new Error(`no prebuilt @napi-rs/keyring for ${process.platform}-${process.arch} (${(error as Error).message})`, { cause: error })
+  }
+  // Pinned on Linux: without a Secret Service the constructor throws instead of silently
+  // choosing the kernel keyring, which loses the token at reboot.
+  const entryOptions = process.platform === 'linux' ? { linux: { store: 'secret-service' as const } } : undefined
+  const entry = (account: string) => new binding.AsyncEntry(KEYRING_SERVICE, account, entryOptions)
+  entry(`${KEYRING_SERVICE}-availability-check`)
+  return {
+    name: keyringName(process.platform),
+    get: (account, signal) => entry(account).getPassword(signal),
+    set: (account, secret, signal) => entry(account).setPassword(secret, signal),
+    delete: (account, signal) => entry(account).deleteCredential(signal),
+  }
+}
+
+function keyringStore(keyring: KeyringBackend, timeoutMs: number): CredentialStore {
+  const failed = (what: string, error: unknown) =>
+    new Error(`${keyring.name} failed to ${what} (${reasonOf(error)}); set SERVICE_CREDENTIALS_FILE to keep the token in a file instead`, { cause: error })
+  const call = async <T>(what: string, run: (signal: AbortSignal) => Promise<T>): Promise<T> => {
     try {
-      child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], timeout: timeoutMs })
-    } catch {
-      resolve(null)
-      return
+      return await run(AbortSignal.timeout(timeoutMs))
+    } catch (error) {
+      throw failed(what, error)
     }
-    let stdout = ''
-    let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
-    // ENOENT (no secret-tool) and other spawn failures mean "no OS store".
-    child.on('error', () => resolve(null))
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-    child.stdin.on('error', () => {})
-    child.stdin.end(input)
-  })
-}
-
-const ATTRIBUTES = (baseUrl: string) => ['service', 'service-platform', 'url', credentialKey(baseUrl)]
-
-function secretToolStore(command: string, timeoutMs: number) {
-  const fail = (what: string, result: RunResult | null) =>
-    new Error(`the OS credential store (secret-tool) failed to ${what}${result?.stderr ? `: ${result.stderr.trim()}` : ''}`)
-  const lookup = (baseUrl: string) => run(command, ['lookup', ...ATTRIBUTES(baseUrl)], '', timeoutMs)
-  const store: CredentialStore = {
-    kind: 'os',
-    location: 'the OS credential store (libsecret)',
-    fallback: false,
-    async get(baseUrl) {
-      const result = await lookup(baseUrl)
-      if (result?.code === 0) return result.stdout.trim() || null
-      // secret-tool exits 1 without a message when nothing is stored under the attributes.
-      if (result?.code === 1 && result.stderr.trim() === '') return null
-      throw fail('look up the token', result)
-    },
-    async set(baseUrl, token) {
-      const result = await run(command, ['store', '--label=service CLI', ...ATTRIBUTES(baseUrl)], token, timeoutMs)
-      if (result?.code !== 0) throw fail('store the token', result)
-    },
-    async clear(baseUrl) {
-      const had = (await store.get(baseUrl)) !== null
-      const result = await run(command, ['clear', ...ATTRIBUTES(baseUrl)], '', timeoutMs)
-      if (result?.code !== 0 && !(result?.code === 1 && result.stderr.trim() === '')) throw fail('clear the token', result)
-      return had
-    },
   }
   return {
-    store,
-    /** Works = a lookup ran and answered "found" or "nothing stored" (not "no D-Bus", not missing). */
-    async available(): Promise<boolean> {
-      const result = await lookup('http://availability-check.invalid')
-      return result !== null && (result.code === 0 || (result.code === 1 && result.stderr.trim() === ''))
-    },
+    kind: 'os',
+    location: keyring.name,
+    fallback: false,
+    get: (baseUrl) => call('look up the token', (signal) => keyring.get(credentialKey(baseUrl), signal)),
+    set: (baseUrl, token) => call('store the token', (signal) => keyring.set(credentialKey(baseUrl), token, signal)),
+    clear: (baseUrl) => call('remove the token', (signal) => keyring.delete(credentialKey(baseUrl), signal)),
   }
 }
 
@@ -129,7 +147,7 @@ interface CredentialsFile {
   credentials: Record<string, { token: string; savedAt: string }>
 }
 
-function fileStore(path: string, fallback: boolean): CredentialStore {
+function fileStore(path: string, options: { fallback: boolean; reason?: string }): CredentialStore {
   const read = (): CredentialsFile => {
     if (!existsSync(path)) return { version: 1, credentials: {} }
     const parsed = JSON.parse(readFileSync(path, 'utf8')) as Partial<CredentialsFile>
@@ -151,7 +169,8 @@ function fileStore(path: string, fallback: boolean): CredentialStore {
   return {
     kind: 'file',
     location: path,
-    fallback,
+    fallback: options.fallback,
+    ...(options.reason === undefined ? {} : { fallbackReason: options.reason }),
     async get(baseUrl) {
       return read().credentials[credentialKey(baseUrl)]?.token ?? null
     },

@@ -39,7 +39,7 @@ import { logsCommand } from './commands/logs.ts'
 import { functionsInvokeCommand } from './commands/functions.ts'
 import { accessCommand } from './commands/access.ts'
 import { connectionsListCommand, integrationsCommand } from './commands/integrations.ts'
-import { openCredentialStore, type CredentialStore } from './credentials.ts'
+import { openCredentialStore, type CredentialStore, type OpenKeyring } from './credentials.ts'
 import type { Io } from './io.ts'
 import { confirmOnTerminal } from './confirm.ts'
 import { platformUrl, unreachableHint } from './platform-url.ts'
@@ -84,7 +84,12 @@ function processIo(): Io {
   }
 }
 
-export async function main(argv: string[], io: Io = processIo()): Promise<number> {
+/** What tests replace: the OS credential store (default @napi-rs/keyring). */
+export interface MainOptions {
+  readonly openKeyring?: OpenKeyring
+}
+
+export async function main(argv: string[], io: Io = processIo(), options: MainOptions = {}): Promise<number> {
   let parsed
   try {
     parsed = parseArgs({
@@ -117,7 +122,7 @@ export async function main(argv: string[], io: Io = processIo()): Promise<number
   let code: number
   try {
     if ('error' in target) throw usageError(`service: ${target.error}`, 'service --help')
-    code = await run(cio, { values, positionals, command, sub, arg, arg2, baseUrl: target.url })
+    code = await run(cio, { values, positionals, command, sub, arg, arg2, baseUrl: target.url, openKeyring: options.openKeyring })
   } catch (error) {
     const failure = toCliError(error, context)
     const hint = failure.code === 'PLATFORM_UNREACHABLE' && !('error' in target) ? unreachableHint(target) : null
@@ -148,12 +153,13 @@ interface Invocation {
   readonly arg: string | undefined
   readonly arg2: string | undefined
   readonly baseUrl: string
+  readonly openKeyring: OpenKeyring | undefined
 }
 
 async function run(io: Io, invocation: Invocation): Promise<number> {
-  const { values, positionals, command, sub, arg, arg2, baseUrl } = invocation
+  const { values, positionals, command, sub, arg, arg2, baseUrl, openKeyring } = invocation
   let credentials: CredentialStore | undefined
-  const store = async () => (credentials ??= await openCredentialStore({ env: io.env }))
+  const store = async () => (credentials ??= await openCredentialStore({ env: io.env, ...(openKeyring ? { openKeyring } : {}) }))
   // The owner token: SERVICE_TOKEN, else the one `service login` stored (looked up only by
   // commands that call the owner API).
   const needsToken = ['deploy', 'apps', 'releases', 'app', 'access', 'integrations', 'connections', 'secrets', 'logs', 'functions', 'cron', 'dev'].includes(command) && !(command === 'app' && arg === 'request')

@@ -6,7 +6,9 @@
  */
 import { ApiError, type Client } from '../client.ts'
 import type { CredentialStore } from '../credentials.ts'
+import { CliError } from '../errors.ts'
 import type { Io } from '../io.ts'
+import { printResult } from '../output.ts'
 
 export interface PollOptions {
   /** Time between polls (SERVICE_POLL_INTERVAL_MS, default 2 s). */
@@ -50,30 +52,35 @@ export async function loginCommand(
 ): Promise<number> {
   // '' sends no Authorization header: starting a login needs no credentials.
   const login = await client.call<LoginStart>('POST', '/v1/cli/logins', {}, '')
-  io.out('To sign in, open this URL in your browser:')
-  io.out('')
-  io.out(`  ${login.approveUrl}`)
-  io.out('')
-  io.out(`and check that the page shows the code ${login.userCode}`)
-  io.out('Waiting for your approval (the link works for 10 minutes)...')
+  printResult(io, { approveUrl: login.approveUrl, userCode: login.userCode, expiresAt: login.expiresAt }, () => {
+    io.out('To sign in, open this URL in your browser:')
+    io.out('')
+    io.out(`  ${login.approveUrl}`)
+    io.out('')
+    io.out(`and check that the page shows the code ${login.userCode}`)
+    io.out('Waiting for your approval (the link works for 10 minutes)...')
+  })
   const outcome = await pollUntil(options.poll, async () => {
     const answer = await client.call<LoginPoll>('POST', `/v1/cli/logins/${login.id}/poll`, { pollToken: login.pollToken }, '')
     return answer.status === 'pending' ? null : answer
   })
   if (!outcome || outcome.status === 'expired') {
-    io.err('error LOGIN_EXPIRED: the sign-in was not approved in time; run service login again')
-    return 1
+    throw new CliError('LOGIN_EXPIRED', 'the sign-in was not approved in time', { next: 'service login' })
   }
   if (outcome.status !== 'approved') {
-    io.err('error LOGIN_COLLECTED: this sign-in was already used; run service login again')
-    return 1
+    throw new CliError('LOGIN_COLLECTED', 'this sign-in was already used', { next: 'service login' })
   }
-  await options.store.set(client.baseUrl, outcome.token)
-  if (options.store.fallback) {
-    io.err(`warning: no OS credential store was found (secret-tool); the token is kept in ${options.store.location} (mode 0600)`)
+  const { store } = options
+  await store.set(client.baseUrl, outcome.token)
+  if (store.fallback) {
+    io.err(`warning: no OS credential store answered (${store.fallbackReason ?? 'none found'}); the token is kept in`
+      + ` ${store.location}, a file only you can read (mode 0600)`)
   }
   const { user } = await client.call<{ user: { email: string } }>('GET', '/v1/me', undefined, outcome.token)
-  io.out(`signed in as ${user.email}`)
+  printResult(io, {
+    user: { email: user.email },
+    store: { kind: store.kind, location: store.location, fallback: store.fallback },
+  }, () => io.out(`signed in as ${user.email}`))
   return 0
 }
 
@@ -81,7 +88,7 @@ export async function logoutCommand(io: Io, client: Client, options: { store: Cr
   const token = await options.store.get(client.baseUrl)
   if (io.env.SERVICE_TOKEN) io.err('note: SERVICE_TOKEN is set in the environment; logout neither revokes nor unsets it')
   if (!token) {
-    io.out(`not signed in at ${client.baseUrl}`)
+    printResult(io, { signedOut: false }, () => io.out(`not signed in at ${client.baseUrl}`))
     return 0
   }
   try {
@@ -91,6 +98,6 @@ export async function logoutCommand(io: Io, client: Client, options: { store: Cr
     if (!(error instanceof ApiError) || error.code !== 'UNAUTHENTICATED') throw error
   }
   await options.store.clear(client.baseUrl)
-  io.out(`signed out: the CLI's token is revoked and removed from ${options.store.location}`)
+  printResult(io, { signedOut: true }, () => io.out(`signed out: the CLI's token is revoked and removed from ${options.store.location}`))
   return 0
 }
