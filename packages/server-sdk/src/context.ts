@@ -219,18 +219,39 @@ export interface InboundEmail {
   readonly attachments: readonly { readonly file: string; readonly name: string; readonly contentType: string; readonly size: number }[]
 }
 
-/** Notification fields are not shown in the spec; these are our choice. */
+/**
+ * A visible web push notification for one person of the app (fields are not shown in the
+ * spec; these are our choice, docs/api.md). The JSON the browser receives, `{ id, title,
+ * body, url?, tag? }`, is at most 3,993 bytes (UTF-8).
+ */
 export interface Notification {
-  /** App user ids; only users with a push subscription receive it. */
-  readonly to: string | readonly string[]
+  /** The person (`ctx.user.id` of an earlier call); only their subscriptions to this app receive it. */
+  readonly userId: string
+  /** The notification's heading; not empty. */
   readonly title: string
-  readonly body?: string
-  /** Opened when the notification is clicked. */
+  /** Its text (may be empty). */
+  readonly body: string
+  /** Opened on a click: a path of this app such as `/orders/42`, or a URL on the app's own origin. */
   readonly url?: string
+  /** 1 to 64 characters: a newer notification with the same tag replaces the shown one. */
+  readonly tag?: string
+}
+
+/** What `send` did: the notification's id, and how many subscriptions a delivery was queued for. */
+export interface NotificationSent {
+  readonly id: string
+  /** 0 when the person has no subscription here or may not use the app. */
+  readonly subscriptions: number
 }
 
 export interface NotificationsClient {
-  send(notification: Notification): Promise<void>
+  /**
+   * Queues the notification durably for each of the person's push subscriptions to this app;
+   * the platform delivers it in the background, retried while push services are unavailable.
+   *   const { subscriptions } = await notifications.send({ userId, title: 'Order shipped', body: 'On its way', url: '/orders/42' })
+   * Fails NOTIFICATION_INVALID, NOTIFICATION_TOO_LARGE or NOTIFICATIONS_LIMIT_REACHED.
+   */
+  send(notification: Notification): Promise<NotificationSent>
 }
 
 export interface EnqueueOptions {

@@ -90,6 +90,7 @@ export type {
   LogFields,
   Logger,
   Notification,
+  NotificationSent,
   NotificationsClient,
   ReadonlyQuery,
   Row,
