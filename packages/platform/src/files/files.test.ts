@@ -2,8 +2,10 @@
  * The files feature over each storage adapter (local disk, and S3 against s3rver): size
  * limits, failed uploads leave nothing, replaced and removed content is deleted, grant
  * limits, and the crash test: a process killed during an upload leaves no half file and,
- * after the sweep, no orphan (on PGlite the killed process has the database directory to
- * itself, as a crashed single-process platform would; on PostgreSQL it shares the server).
+ * after the sweep, no orphan: no object, no temporary file and, on S3, no unfinished
+ * multipart upload, the sweep having aborted the killed one by its id (on PGlite the killed
+ * process has the database directory to itself, as a crashed single-process platform would;
+ * on PostgreSQL it shares the server).
  */
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
@@ -40,9 +42,11 @@ interface Backing {
   storage(): FileStorage
   /** Objects stored (never temporary data). */
   objects(): Promise<number>
-  /** Temporary leftovers (local temp files). */
+  /** Temporary leftovers: local temporary files, unfinished S3 multipart uploads. */
   temporary(): Promise<number>
   childOptions(): { root?: string; s3?: S3StorageOptions }
+  /** The S3-protocol server, for S3 storage. */
+  readonly s3?: TestS3Server
   close(): Promise<void>
 }
 
@@ -70,8 +74,9 @@ async function s3Backing(): Promise<Backing> {
     name: 'S3-compatible (s3rver)',
     storage: () => createS3Storage(o),
     objects: async () => (await client.send(new ListObjectsV2Command({ Bucket: o.bucket, Prefix: o.prefix }))).KeyCount ?? 0,
-    temporary: async () => 0,
+    temporary: async () => (await server.unfinishedUploads()).length,
     childOptions: () => ({ s3: o }),
+    s3: server,
     close: async () => {
       client.destroy()
       await server.close()
@@ -221,12 +226,18 @@ for (const [label, open] of [['local disk', localBacking], ['S3-compatible (s3rv
         assert.equal(await backing.objects(), objectsBefore, 'no object, whole or half, is visible')
         const orphans = await db.query<{ storage_key: string }>(`select storage_key from platform.file_objects_pending where reason = 'upload'`)
         assert.equal(orphans.length, 1, 'the killed upload is known as pending')
-        if (open === localBacking) assert.equal(await backing.temporary(), 1, 'its temporary file is there until the sweep')
+        assert.equal(await backing.temporary(), 1, 'its temporary file (S3: its multipart upload) is there until the sweep')
+        const inFlight = await backing.s3?.unfinishedUploads()
+        if (inFlight !== undefined) assert.equal(inFlight[0]!.key, `files/${orphans[0]!.storage_key}`, 'the unfinished upload is the killed one')
         h.clock.advance(1)
         await swept.sweep()
         assert.equal((await db.query(`select 1 from platform.file_objects_pending`)).length, 0)
-        assert.equal(await backing.temporary(), 0)
-        assert.equal(await backing.objects(), objectsBefore)
+        assert.equal(await backing.temporary(), 0, 'no temporary file, no unfinished multipart upload')
+        assert.equal(await backing.objects(), objectsBefore, 'no object')
+        if (inFlight !== undefined) {
+          const aborts = backing.s3!.requests.filter((request) => request.method === 'DELETE' && request.query.uploadId === inFlight[0]!.uploadId)
+          assert.equal(aborts.length, 1, 'the sweep aborted the killed upload by its id')
+        }
         await swept.storage.close()
       } finally {
         if (pgliteDir !== undefined) {

@@ -84,6 +84,8 @@ export function createS3Storage(options: S3StorageOptions): FileStorage {
       await client.send(new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: parts } }))
       return size
     } catch (error) {
+      // The write's own failure is what the caller needs; an abort that fails too leaves the
+      // upload to sweepTemporary (and to the bucket's AbortIncompleteMultipartUpload rule).
       await client.send(new AbortMultipartUploadCommand({ Bucket, Key, UploadId })).catch(() => {})
       throw error
     }
@@ -154,8 +156,8 @@ export function createS3Storage(options: S3StorageOptions): FileStorage {
       try {
         listed = await client.send(new ListMultipartUploadsCommand({ Bucket, ...(options.prefix ? { Prefix: options.prefix } : {}) }))
       } catch (error) {
-        // Some S3-compatible servers (s3rver among them) do not list uploads: their bucket's
-        // lifecycle rule (AbortIncompleteMultipartUpload) is then the only sweep.
+        // An S3-compatible server that does not list uploads (plain s3rver; the tests add
+        // it): the bucket's lifecycle rule (AbortIncompleteMultipartUpload) is then the only sweep.
         if ((error as { name?: string }).name === 'NotImplemented') return 0
         throw error
       }
