@@ -14,7 +14,7 @@ import { fileTypeFromBuffer } from 'file-type'
 import { PDFDocument } from 'pdf-lib'
 import type { FilePart } from 'ai'
 import { notImplemented, ServiceError } from '../lib/errors.ts'
-import { frameCount } from './animation.ts'
+import { frameCount, UnreadableImageError } from './animation.ts'
 
 const MIB = 1024 * 1024
 export const ATTACHMENT_LIMITS = Object.freeze({
@@ -215,6 +215,7 @@ async function frames(item: Loaded, type: string): Promise<number> {
   try {
     return await frameCount(item.data)
   } catch (error) {
+    if (!(error instanceof UnreadableImageError)) throw error
     throw new ServiceError('AI_ATTACHMENT_INVALID', `Attachment ${item.index} is a ${type} image that cannot be read`, {
       details: { index: item.index, detected: type },
       cause: error,
