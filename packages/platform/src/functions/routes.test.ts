@@ -371,11 +371,11 @@ describe(`Functions over HTTP (${backend})`, () => {
     assert.deepEqual(await annSdk.functions.call('badData', {}), ['NOT_FOUND 404', 'BAD_REQUEST 400', 'BAD_REQUEST 400', 'BAD_REQUEST 400'])
   })
 
-  test('a context member not built yet answers NOT_IMPLEMENTED (501) naming it', async () => {
+  test('a platform refusal a Function does not catch reaches the caller with its code and status (ctx.notifications, every member being built)', async () => {
     const res = await callWith(h, 'notes', 'upload', { token: appToken })
-    assert.equal(res.status, 501)
-    assert.equal(res.body.error.code, 'NOT_IMPLEMENTED')
-    assert.equal(res.body.error.message, 'ctx.notifications is not available on this platform yet')
+    assert.equal(res.status, 400)
+    assert.equal(res.body.error.code, 'NOTIFICATION_INVALID')
+    assert.deepEqual(res.body.error.details, { field: 'to' })
   })
 
   test('strict input fails with INPUT_INVALID and its paths, and the handler does not run', async () => {
