@@ -1,6 +1,6 @@
 /**
  * Child platform processes over a PostgreSQL test harness's database, for the tests that
- * kill one mid-work (jobs/processes, events/fault) or need separate processes to compete
+ * kill one mid-work (jobs/processes, events/fault, push/processes) or need separate processes to compete
  * (sync/processes): each runs platform-process.ts with the harness's master key and one
  * worker, and is ready once it says so.
  */
@@ -21,7 +21,7 @@ export interface PlatformProcess {
 
 export interface PlatformProcesses {
   /** Starts a process running `worker` with `capacity` attempts at once; resolves once it is ready. */
-  start(worker: 'jobs' | 'events' | 'sync', capacity: number): Promise<PlatformProcess>
+  start(worker: 'jobs' | 'events' | 'sync' | 'push', capacity: number): Promise<PlatformProcess>
   /** Kills what still runs and removes the processes' bundles. */
   close(): Promise<void>
 }
