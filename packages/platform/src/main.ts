@@ -79,9 +79,10 @@ logger.info('integration event delivery worker started')
 // Web push: the VAPID key pair (made on first start), then the delivery worker (shares the work like the jobs dispatcher).
 await platform.push.worker.start()
 logger.info('push delivery worker started')
-// App email: the outbound delivery worker (shares the work like the jobs dispatcher) and its 14-day retention purge.
+// App email: the outbound delivery and inbound workers (they share the work like the jobs dispatcher), their
+// 14-day retention purge, and the inbound SMTP listener when INBOUND_SMTP_PORT is set.
 await platform.email.start()
-logger.info('email delivery worker started')
+logger.info('email workers started', { inboundSmtp: config.email.inboundPort })
 // Cron: one process at a time (a lease) turns due occurrences into jobs.
 platform.cron.start()
 logger.info('cron scheduler started')

@@ -108,7 +108,11 @@ export interface Platform {
   events: IntegrationEvents
   /** Web push: `worker.start()` runs the delivery worker (main.ts does; it makes the VAPID keys first); tests call `worker.runDue()`. */
   push: Push
-  /** App email: `start()` runs the delivery worker and retention purge (main.ts does); tests call `deliverDue()`. */
+  /**
+   * App email: `start()` runs the delivery and inbound workers, the retention purge and the
+   * inbound SMTP listener when INBOUND_SMTP_PORT is set (main.ts does); tests call
+   * `deliverDue()`, `listen()` and `receiveDue()`.
+   */
   email: AppEmail
   /**
    * Resolves once the app edge's caches listen for change notices; they start on first use
@@ -157,6 +161,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   const email = createAppEmail({
     db, clock, logger, settings: { ...(deps.config.email ?? defaultEmailSettings(deps.config.baseUrl)), ...emailSettings },
     smtpUrl: emailSmtpUrl === undefined ? deps.config.smtpUrl : emailSmtpUrl, ...emailOptions,
+    host: () => functions, files: () => files, production: deps.config.production,
   })
 
   const base = new Hono()
@@ -205,6 +210,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   owner.route('/', oauth.adminRoutes)
   owner.route('/', bindingRoutes({ db, clock }))
   owner.route('/', events.routes)
+  owner.route('/', email.routes)
   owner.route('/', appTokenRoutes({ db, clock, urls, revealKey }))
   base.route('/v1/apps', owner)
 
