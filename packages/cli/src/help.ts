@@ -24,6 +24,16 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
     json: '{"valid": boolean, "app": string|null, "files": number, "errors": [Problem], "warnings": [Problem]}\n'
       + 'with Problem = {"file", "line", "column", "code", "message"}; exit 1 when valid is false.',
   },
+  init: {
+    summary: 'create an app directory from the template: page, Function, migration, test',
+    usage: ['service init <dir> [--private] [--app <id>] [--name <name>]'],
+    details: 'Writes service.yaml (schema 3, the SDK pinned to the platform\'s), public/ (a page listing the signed-in\n'
+      + 'person\'s notes), functions/add-note.ts (the addNote Function), database/migrations/0001_notes.sql (a notes table\n'
+      + 'with row-level security) and test/app.test.mjs (deploys to the development namespace "test" and calls addNote;\n'
+      + 'run it with node --test test/). Public by default; --private admits only the owner and people it is shared\n'
+      + 'with. The app id is --app, else the directory\'s name; the directory must be new or empty.',
+    json: '{"dir", "app": {"id", "name", "visibility"}, "sdkVersion", "files": [path], "next": [command]}',
+  },
   deploy: {
     summary: 'deploy an app directory (creates the app on its first deploy)',
     usage: ['service deploy <dir> [--dev <name>]'],

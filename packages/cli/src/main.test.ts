@@ -65,7 +65,8 @@ describe(`the service CLI over HTTP (${backend})`, () => {
     })
     const deployed = capture(withToken)
     assert.equal(await main(['deploy', dir], deployed.io), 0, deployed.err.join('\n'))
-    assert.deepEqual(deployed.out, ['created app cli-demo', 'deployed cli-demo release 1: http://cli-demo.localhost:8787'])
+    assert.deepEqual(deployed.out, ['deployed cli-demo release 1: http://cli-demo.localhost:8787'])
+    assert.match(deployed.err.join('\n'), /^created app cli-demo\nuploading 2 files \(\d+ B\) to cli-demo \(production\)\.\.\.\nno new migrations\nrelease 1 is live \(\d+\.\d s\)$/)
     assert.equal(await (await h.request('/', { host: 'cli-demo' })).text(), '<p>from the cli</p>')
 
     const again = capture(withToken)

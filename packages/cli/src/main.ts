@@ -3,6 +3,7 @@
  * owner API; `validate` works offline with the platform's own manifest rules.
  *
  *   service validate <dir>
+ *   service init <dir> [--private] [--app <id>] [--name <name>]
  *   service deploy <dir>
  *   service apps list
  *   service releases list <app>
@@ -26,6 +27,7 @@ import { parseArgs } from 'node:util'
 import { createClient, type Client } from './client.ts'
 import { validateCommand } from './commands/validate.ts'
 import { deployCommand } from './commands/deploy.ts'
+import { initCommand } from './commands/init.ts'
 import { appsListCommand, releasesListCommand } from './commands/apps.ts'
 import { createUserCommand } from './commands/operator.ts'
 import {
@@ -69,6 +71,7 @@ const OPTIONS = {
   input: { type: 'string' },
   as: { type: 'string' },
   connection: { type: 'string' },
+  private: { type: 'boolean' },
   yes: { type: 'boolean', short: 'y' },
   help: { type: 'boolean', short: 'h' },
 } as const
@@ -176,6 +179,9 @@ async function run(io: Io, invocation: Invocation): Promise<number> {
   switch (command) {
     case 'validate':
       return await validateCommand(io, sub)
+    case 'init':
+      if (positionals.length > 2) throw usageError('service init: one directory', usageOf('init'))
+      return await initCommand(io, { dir: sub, private: values.private ?? false, app: values.app, name: values.name })
     case 'deploy':
       return await deployCommand(io, client, sub, { dev: values.dev })
     case 'secrets':

@@ -10,11 +10,23 @@ import type { CliError } from './errors.ts'
 import type { Io } from './io.ts'
 
 /**
+ * One JSON value on one line. JSON.stringify escapes C0 controls but leaves DEL and the C1
+ * controls (a terminal acts on U+009B as on ESC [); those are escaped too, so text a
+ * Function wrote cannot drive a terminal through --json output either.
+ *
+ * @example
+ *   jsonLine({ message: '\x9b31m' }) // '{"message":"\\u009b31m"}'
+ */
+export function jsonLine(value: unknown): string {
+  return JSON.stringify(value).replace(/[\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+}
+
+/**
  * The Io a command gets under `--json`: `json` set, and plain stderr lines turned into
  * notices so stderr stays one JSON value a line.
  */
 export function jsonIo(io: Io): Io {
-  return { ...io, json: true, err: (line) => io.err(JSON.stringify({ notice: line })) }
+  return { ...io, json: true, err: (line) => io.err(jsonLine({ notice: line })) }
 }
 
 /**
@@ -25,7 +37,7 @@ export function jsonIo(io: Io): Io {
  *   printResult(io, { apps }, () => { for (const app of apps) io.out(app.slug) })
  */
 export function printResult(io: Io, value: unknown, human: () => void): void {
-  if (io.json === true) io.out(JSON.stringify(value))
+  if (io.json === true) io.out(jsonLine(value))
   else human()
 }
 
@@ -33,7 +45,7 @@ export function printResult(io: Io, value: unknown, human: () => void): void {
 export function printError(raw: Io, options: { error: CliError; json: boolean; hint?: string | null }): void {
   const { error, json, hint } = options
   if (json) {
-    raw.err(JSON.stringify({
+    raw.err(jsonLine({
       error: {
         code: error.code,
         message: error.message,

@@ -80,7 +80,8 @@ export async function startOwnerCli(files: Readonly<Record<string, string>>, dir
   }
 }
 
-const BIN = fileURLToPath(new URL('../bin/service.mjs', import.meta.url))
+/** The real `service` command. */
+export const BIN = fileURLToPath(new URL('../bin/service.mjs', import.meta.url))
 
 /**
  * Runs the real `service` command in a child process, `input` written to its stdin. With

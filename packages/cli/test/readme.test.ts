@@ -88,7 +88,7 @@ const EXPECTED: readonly { command: string; out?: RegExp; err?: RegExp; absent?:
   { command: 'npx service operator create-user --email you@example.com --company "Your company"', out: /^svc_owner_\S+$/m },
   { command: 'npx service validate examples/tasks', out: /: valid \(app tasks,/ },
   { command: 'npx service validate ./my-app', out: /: valid \(app my-app, 3 files/ },
-  { command: 'npx service deploy ./my-app', out: /^created app my-app\ndeployed my-app release 1: http:\/\/my-app\.localhost:\d+$/m, err: /SECRET_NOT_SET warning: the required secret STRIPE_KEY has no value in production/ },
+  { command: 'npx service deploy ./my-app', out: /^deployed my-app release 1: http:\/\/my-app\.localhost:\d+$/m, err: /^created app my-app\nuploading 3 files \([\d.]+ (B|KiB)\) to my-app \(production\)\.\.\.\nno new migrations\n.*SECRET_NOT_SET warning: the required secret STRIPE_KEY has no value in production/m },
   { command: 'npx service apps list', out: /^my-app\s+public\s+active\s+http:\/\/my-app\.localhost:\d+$/m },
   { command: 'npx service releases list my-app', out: /^\s+1 active/m },
   { command: 'npx service app access-token create my-app', out: /^created access token \S+ .* for my-app\n.*\nhttp:\/\/\S+$/m, absent: 'svc_app_' },

@@ -6,7 +6,10 @@
  * JSON; a failure prints its code, message and development detail and exits 1.
  */
 import type { Client } from '../client.ts'
+import { CliError, usageError } from '../errors.ts'
+import { usageOf } from '../help.ts'
 import type { Io } from '../io.ts'
+import { printResult } from '../output.ts'
 import { appTarget } from './app-target.ts'
 import { formatLogLine, terminalSafe, type LogLine } from './logs.ts'
 
@@ -24,27 +27,27 @@ type Invocation =
 
 export async function functionsInvokeCommand(io: Io, client: Client, options: InvokeOptions): Promise<number> {
   if (!options.name || !options.dev) {
-    io.err("usage: service functions invoke <name> --dev <name> [--input '<json>'] [--as owner|anonymous] [--app <app>]")
-    return 2
+    throw usageError('service functions invoke: name the Function and the development namespace (--dev <name>)', usageOf('functions'))
   }
   const target = appTarget(options)
-  if (typeof target === 'string') {
-    io.err(`service functions invoke: ${target}`)
-    return 2
-  }
+  if (typeof target === 'string') throw usageError(`service functions invoke: ${target}`, usageOf('functions'))
   let input: unknown = {}
   if (options.input !== undefined) {
     try {
       input = JSON.parse(options.input)
     } catch {
-      io.err('service functions invoke: --input must be JSON, for example --input \'{"title":"Milk"}\'')
-      return 2
+      throw usageError('service functions invoke: --input must be JSON, for example --input \'{"title":"Milk"}\'', usageOf('functions'))
     }
   }
   const result = await client.call<Invocation>('POST', `${target.prefix}/functions/${encodeURIComponent(options.name)}/invoke`, {
     input,
     ...(options.as === undefined ? {} : { as: options.as }),
   })
+  if (io.json === true) {
+    printResult(io, result, () => {})
+    if (!result.ok) throw new CliError(result.error.code, result.error.message, { details: { status: result.status, requestId: result.requestId } })
+    return 0
+  }
   for (const line of result.logs) io.err(formatLogLine(line))
   if (result.ok) {
     io.out(terminalSafe(JSON.stringify(result.value, null, 2), { keepNewlines: true }))
