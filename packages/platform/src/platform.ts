@@ -49,6 +49,7 @@ import { join } from 'node:path'
 import { createJobs, jobRoutes, type Jobs, type JobsOptions } from './jobs/index.ts'
 import { createCronScheduler, cronRoutes, type CronScheduler, type CronSchedulerOptions } from './cron/index.ts'
 import { createSyncScheduler, type SyncScheduler, type SyncSchedulerOptions } from './integrations/sync/index.ts'
+import { mcpRoutes } from './mcp/index.ts'
 
 export interface PlatformDeps {
   config: Pick<Config, 'baseUrl' | 'production' | 'smtpUrl' | 'mailFrom' | 'registration'> &
@@ -171,7 +172,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   base.route('/v1/me/token', meTokenRoutes({ db, clock }))
   base.route('/v1/me', meRoutes({ db, clock }))
   base.route('/v1/cli/logins', cliLoginRoutes({ db, clock, urls, trustProxy }))
-  base.route('/v1/app-token-requests', appTokenRequestRoutes({ db, clock, urls, trustProxy }))
+  base.route('/v1/app-token-requests', appTokenRequestRoutes({ db, clock, urls, trustProxy, mailer }))
   base.route('/_dev/mail', devMailRoutes({ db, production: deps.config.production }))
   base.route('/v1/onboarding', onboardingRoutes({ db, clock, mailer, urls, trustProxy }))
   base.route('/v1/organisation', organisationRoutes({ db, clock, mailer, urls }))
@@ -213,6 +214,15 @@ export function createPlatform(deps: PlatformDeps): Platform {
   owner.route('/', email.routes)
   owner.route('/', appTokenRoutes({ db, clock, urls, revealKey }))
   base.route('/v1/apps', owner)
+  // The MCP server for coding agents: the same domain functions as the owner API routes above.
+  base.route('/mcp', mcpRoutes({
+    db, clock, logger, urls, mailer, secrets, revealKey, trustProxy,
+    host: () => functions,
+    devInvoke: {
+      refuseOAuthFunction: (input) => refuseOAuthFunction(db, input),
+      providerRun: (input) => devProviderRun({ db, keyring, accessToken: (token) => oauth.accessTokenFor(token) }, input),
+    },
+  }))
 
   const auth = authRoutes({
     db, clock, logger, mailer, urls, cookies, registration: deps.config.registration,

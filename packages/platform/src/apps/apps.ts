@@ -223,3 +223,20 @@ export function appView(app: App, appUrl: string) {
     updatedAt: app.updatedAt.toISOString(),
   }
 }
+
+/**
+ * Every app `user` holds a role on right now, with that role and whether they own it (the
+ * owner API's app list and the MCP tool `list_apps`).
+ *
+ * @example
+ * const apps = await appsOf({ db, urls, access }, user) // [{ id, slug, ..., role: 'administer', owned: true }]
+ */
+export async function appsOf<U extends AppOwner>(
+  deps: { db: Queryable; urls: { app(slug: string): string }; access: Pick<AppAccess<U>, 'roleFrom'> }, user: U,
+) {
+  const rows = await listAppsOwnedOrGranted(deps.db, user)
+  return rows.flatMap(({ app, grant }) => {
+    const role = deps.access.roleFrom({ app, user, grant })
+    return role === null ? [] : [{ ...appView(app, deps.urls.app(app.slug)), role, owned: app.ownerId === user.id }]
+  })
+}

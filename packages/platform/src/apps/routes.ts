@@ -6,20 +6,13 @@ import { Hono } from 'hono'
 import type { Db } from '../db/db.ts'
 import { readObject } from '../http/json.ts'
 import type { HostUrls } from '../http/hosts.ts'
-import { appView, checkVisibility, createApp, listAppsOwnedOrGranted, type AppAccess, type AppOwner } from './apps.ts'
+import { appsOf, appView, checkVisibility, createApp, type AppAccess, type AppOwner } from './apps.ts'
 
 /** Mounted behind the owner check, which puts the signed-in caller in `user`. */
 export function appRoutes<U extends AppOwner>(deps: { db: Db; urls: HostUrls; access: AppAccess<U> }) {
   const routes = new Hono<{ Variables: { user: U } }>()
   routes.get('/', async (c) => {
-    const user = c.var.user
-    const rows = await listAppsOwnedOrGranted(deps.db, user)
-    return c.json({
-      apps: rows.flatMap(({ app, grant }) => {
-        const role = deps.access.roleFrom({ app, user, grant })
-        return role === null ? [] : [{ ...appView(app, deps.urls.app(app.slug)), role, owned: app.ownerId === user.id }]
-      }),
-    })
+    return c.json({ apps: await appsOf(deps, c.var.user) })
   })
   routes.post('/', async (c) => {
     const body = await readObject(c)

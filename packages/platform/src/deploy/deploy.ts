@@ -170,6 +170,20 @@ export async function deployWarnings(
 }
 
 /**
+ * A dry run: the bundle checked as a deploy to the namespace `devName` ('' is production)
+ * would check it, with every warning, touching nothing. The owner API's `?dryRun=true` and
+ * the MCP tool `validate_app` answer this.
+ *
+ * @example
+ * const report = await validateDeploy(deps, { app, devName: '', body }) // { valid: true, files: 3, sdkVersion: '2.6.0', warnings: [] }
+ */
+export async function validateDeploy(deps: DeployDeps, input: { app: App; devName: string; body: unknown }) {
+  const { bundle, manifest, warnings } = await checkBundle(deps.db, input.app, input.body)
+  const all = await deployWarnings(deps, { app: input.app, devName: input.devName, manifest, manifestText: bundle.manifestText, warnings })
+  return { valid: true as const, files: bundle.files.length, sdkVersion: manifest.runtime.sdk.version, warnings: all }
+}
+
+/**
  * Validates and activates a bundle as the new release of the app's production namespace,
  * or of the development namespace `devName` (created with its own schema and roles on its
  * first deploy; numbered and activated on its own; the app's production release and

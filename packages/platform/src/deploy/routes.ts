@@ -8,7 +8,7 @@ import { readJson } from '../http/json.ts'
 import { BUNDLE_LIMITS } from './bundle-files.ts'
 import type { SecretStore } from '../secrets/index.ts'
 import { checkDevName } from '../namespaces/dev-names.ts'
-import { checkBundle, deployBundle, deployWarnings, listReleases, releaseView } from './deploy.ts'
+import { deployBundle, listReleases, releaseView, validateDeploy } from './deploy.ts'
 import { deleteDevNamespace } from './dev-delete.ts'
 
 /** Base64 grows a bundle by a third; leave room for the JSON around it. */
@@ -23,11 +23,7 @@ export function deployRoutes(deps: { db: Db; clock: Clock; logger?: Logger; secr
     const devParam = c.req.param('devName')
     const devName = devParam === undefined ? '' : checkDevName(devParam)
     const body = await readJson(c, MAX_DEPLOY_BODY)
-    if (c.req.query('dryRun') === 'true') {
-      const { bundle, manifest, warnings } = await checkBundle(deps.db, app, body)
-      const all = await deployWarnings(deps, { app, devName, manifest, manifestText: bundle.manifestText, warnings })
-      return c.json({ valid: true, files: bundle.files.length, sdkVersion: manifest.runtime.sdk.version, warnings: all })
-    }
+    if (c.req.query('dryRun') === 'true') return c.json(await validateDeploy(deps, { app, devName, body }))
     const result = await deployBundle(deps, { app, user: c.var.user, body, devName })
     return c.json({
       release: releaseView(result.release),

@@ -45,42 +45,70 @@ export interface DevInvokeIntegrations {
   }): Promise<IntegrationRunOptions | null>
 }
 
-/** `integrations`: absent, every Function runs as a plain one. */
-export function devInvokeRoutes(deps: { db: Db; host: () => FunctionHost; integrations?: DevInvokeIntegrations }) {
+export interface DevInvokeDeps {
+  db: Db
+  host: () => FunctionHost
+  /** Absent: every Function runs as a plain one. */
+  integrations?: DevInvokeIntegrations
+}
+
+/** What a development invocation answers whenever the Function ran. */
+export type DevInvocation =
+  | { ok: true; value: unknown; requestId: string; logs: unknown[] }
+  | { ok: false; status: number; error: unknown; requestId: string; logs: unknown[] }
+
+/**
+ * Runs the Function `name` of the development namespace `devName` for `user`, who needs Edit
+ * on the app; the owner API route and the MCP tool `invoke_dev_function` both call it. No
+ * `input` is `{}`; an explicit null reaches the Function's schema as null.
+ *
+ * @example
+ * const result = await invokeDevFunction(deps, { user, appId: 'orders', devName: 'alice', name: 'hello', input: { name: 'Ada' } })
+ */
+export async function invokeDevFunction(
+  deps: DevInvokeDeps,
+  request: { user: User; appId: string; devName: string; name: string; input?: unknown; as?: unknown },
+): Promise<DevInvocation> {
+  // Running the namespace's code is changing it: Edit (decisions.md, "Development mode for integrations").
+  const app = await appForRole(deps.db, request.user, request.appId, 'edit')
+  const devName = checkDevName(request.devName)
+  const name = request.name
+  const as = request.as ?? 'owner'
+  if (as !== 'owner' && as !== 'anonymous') throw new ServiceError('VALIDATION_FAILED', 'as is "owner" or "anonymous"', { details: { field: 'as' } })
+
+  const host = deps.host()
+  const fn = await host.resolveDev(app, devName, name)
+  if (fn === null) {
+    if ((await activeReleaseOf(deps.db, app.id, devName)) === null) {
+      throw new ServiceError('DEV_NAMESPACE_NOT_FOUND', `the development namespace ${devName} has no release; deploy to it with: service deploy <dir> --dev ${devName}`)
+    }
+    throw new ServiceError('FUNCTION_NOT_FOUND', `the development namespace ${devName} has no Function ${name.slice(0, 64)}`)
+  }
+  await deps.integrations?.refuseOAuthFunction({ releaseId: fn.releaseId, functionName: name })
+  const requestId = randomUUID()
+  // An integration's operation, sync or webhook Function runs on the namespace's test connection (integrations/dev).
+  const integration = await deps.integrations?.providerRun({ actor: request.user, app, devName, releaseId: fn.releaseId, functionName: name, requestId }) ?? null
+  // An integration invocation is a system one, as in production.
+  const user = as === 'owner' && integration === null ? { id: request.user.id, email: request.user.email } : null
+  const result = await host.run(fn, { input: 'input' in request ? request.input : {}, user, requestId, awaitLogs: true, ...(integration === null ? {} : { integration }) })
+  const page = await listFunctionLogs(deps.db, { appId: app.id, devName, requestId, limit: MAX_LOG_PAGE })
+  const logs = [...page.lines].reverse()
+  // Without `bytes: true` the host answers a plain result (a byte-returning Function's value is null).
+  if (result.ok) return { ok: true, value: result.value, requestId, logs }
+  const { status, body: failure } = failureResponse(result.error, { environment: 'development' })
+  return { ok: false, status, error: failure.error, requestId, logs }
+}
+
+export function devInvokeRoutes(deps: DevInvokeDeps) {
   const routes = new Hono<OwnerEnv>()
   routes.post('/:appId/dev/:devName/functions/:name/invoke', async (c) => {
-    // Running the namespace's code is changing it: Edit (decisions.md, "Development mode for integrations").
-    const app = await appForRole(deps.db, c.var.user, c.req.param('appId'), 'edit')
-    const devName = checkDevName(c.req.param('devName'))
-    const name = c.req.param('name')
     const body = await readObject(c, MAX_INPUT_BYTES + 1024)
     const unknown = Object.keys(body).find((key) => !FIELDS.has(key))
     if (unknown !== undefined) throw new ServiceError('VALIDATION_FAILED', `unknown field ${unknown.slice(0, 64)}; the body is {"input", "as"}`)
-    const as = body.as ?? 'owner'
-    if (as !== 'owner' && as !== 'anonymous') throw new ServiceError('VALIDATION_FAILED', 'as is "owner" or "anonymous"', { details: { field: 'as' } })
-
-    const host = deps.host()
-    const fn = await host.resolveDev(app, devName, name)
-    if (fn === null) {
-      if ((await activeReleaseOf(deps.db, app.id, devName)) === null) {
-        throw new ServiceError('DEV_NAMESPACE_NOT_FOUND', `the development namespace ${devName} has no release; deploy to it with: service deploy <dir> --dev ${devName}`)
-      }
-      throw new ServiceError('FUNCTION_NOT_FOUND', `the development namespace ${devName} has no Function ${name.slice(0, 64)}`)
-    }
-    await deps.integrations?.refuseOAuthFunction({ releaseId: fn.releaseId, functionName: name })
-    const requestId = randomUUID()
-    // An integration's operation, sync or webhook Function runs on the namespace's test connection (integrations/dev).
-    const integration = await deps.integrations?.providerRun({ actor: c.var.user, app, devName, releaseId: fn.releaseId, functionName: name, requestId }) ?? null
-    // An integration invocation is a system one, as in production.
-    const user = as === 'owner' && integration === null ? { id: c.var.user.id, email: c.var.user.email } : null
-    // No input is {}; an explicit null reaches the Function's schema as null.
-    const result = await host.run(fn, { input: 'input' in body ? body.input : {}, user, requestId, awaitLogs: true, ...(integration === null ? {} : { integration }) })
-    const page = await listFunctionLogs(deps.db, { appId: app.id, devName, requestId, limit: MAX_LOG_PAGE })
-    const logs = [...page.lines].reverse()
-    // Without `bytes: true` the host answers a plain result (a byte-returning Function's value is null).
-    if (result.ok) return c.json({ ok: true, value: result.value, requestId, logs })
-    const { status, body: failure } = failureResponse(result.error, { environment: 'development' })
-    return c.json({ ok: false, status, error: failure.error, requestId, logs })
+    return c.json(await invokeDevFunction(deps, {
+      user: c.var.user, appId: c.req.param('appId'), devName: c.req.param('devName'), name: c.req.param('name'),
+      ...('input' in body ? { input: body.input } : {}), as: body.as,
+    }))
   })
   return routes
 }

@@ -5,3 +5,4 @@
  */
 export { contractView, listContracts, publishContract, publishedIntegrationsFor, type PublishingApp } from './contracts.ts'
 export { customIntegrationRoutes } from './routes.ts'
+export { listCustomIntegrations } from './custom-integrations.ts'

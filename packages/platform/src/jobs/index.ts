@@ -19,6 +19,8 @@ import type { Queryable } from '../db/db.ts'
 
 export { enqueueCronRun, listActiveCrons, cronQueueName, type ActiveCrons, type CronRun } from './cron-runs.ts'
 export { jobRoutes } from './routes.ts'
+export { appJob, appJobScope } from './app-jobs.ts'
+export { jobHistory, type JobHistory, type JobScope } from './history.ts'
 export { JOB_LIMITS } from './enqueue.ts'
 export { RETENTION_MS, purgeExpiredJobs } from './retention.ts'
 export type { JobView } from './views.ts'

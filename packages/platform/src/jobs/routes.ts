@@ -9,26 +9,12 @@
 import { Hono, type Context } from 'hono'
 import type { Db } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
-import { ServiceError } from '../lib/errors.ts'
-import { isUuid } from '../lib/ids.ts'
-import { checkDevName } from '../namespaces/dev-names.ts'
-import { findNamespace } from '../namespaces/namespaces.ts'
-import { appForRole, type OwnerEnv } from '../identity/index.ts'
+import type { OwnerEnv } from '../identity/index.ts'
 import { jobHistory, jobSignals, type JobScope } from './history.ts'
-import { findJob } from './queries.ts'
-import { jobView } from './views.ts'
+import { appJob, appJobScope } from './app-jobs.ts'
 
-/** Matches no namespace: an app never deployed has no production namespace, and no jobs. */
-const NO_NAMESPACE = '00000000-0000-0000-0000-000000000000'
-
-async function scopeOf(db: Db, c: Context<OwnerEnv>): Promise<JobScope> {
-  const app = await appForRole(db, c.var.user, c.req.param('appId')!, 'edit')
-  const devParam = c.req.param('devName')
-  if (devParam === undefined) return { appId: app.id, namespaceId: (await findNamespace(db, app.id))?.id ?? NO_NAMESPACE }
-  const devName = checkDevName(devParam)
-  const namespace = await findNamespace(db, app.id, 'development', devName)
-  if (namespace === null) throw new ServiceError('DEV_NAMESPACE_NOT_FOUND', `no development namespace "${devName}" in this app`)
-  return { appId: app.id, namespaceId: namespace.id }
+function scopeOf(db: Db, c: Context<OwnerEnv>): Promise<JobScope> {
+  return appJobScope(db, { user: c.var.user, appId: c.req.param('appId')!, devName: c.req.param('devName') })
 }
 
 export function jobRoutes(deps: { db: Db; clock: Clock }) {
@@ -44,11 +30,7 @@ export function jobRoutes(deps: { db: Db; clock: Clock }) {
     }))
   }
   async function one(c: Context<OwnerEnv>) {
-    const scope = await scopeOf(deps.db, c)
-    const jobId = c.req.param('jobId')!
-    const row = isUuid(jobId) ? await findJob(deps.db, { appId: scope.appId, namespaceId: scope.namespaceId, jobId }) : undefined
-    if (row === undefined) throw new ServiceError('JOB_NOT_FOUND', `no job "${jobId}" in this app namespace`)
-    return c.json({ job: jobView(row) })
+    return c.json({ job: await appJob(deps.db, { scope: await scopeOf(deps.db, c), jobId: c.req.param('jobId')! }) })
   }
   async function signals(c: Context<OwnerEnv>) {
     return c.json(await jobSignals(deps.db, deps.clock, await scopeOf(deps.db, c), { from: c.req.query('from'), to: c.req.query('to') }))

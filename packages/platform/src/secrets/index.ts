@@ -10,4 +10,5 @@ export {
 export type { SecretScope } from './scope.ts'
 export { createRedactor, REDACTED, type Redactor } from './redact.ts'
 export { secretRoutes } from './routes.ts'
+export { listAppSecrets, setAppSecret, unsetAppSecret, type SecretView } from './app-secrets.ts'
 export { missingSecretWarnings } from './deploy-warnings.ts'

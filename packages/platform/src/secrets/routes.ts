@@ -8,74 +8,37 @@
 import { Hono, type Context } from 'hono'
 import type { Db } from '../db/db.ts'
 import { ServiceError } from '../lib/errors.ts'
-import { appForRole, type OwnerEnv } from '../identity/index.ts'
+import type { OwnerEnv } from '../identity/index.ts'
 import { readObject } from '../http/json.ts'
-import { activeReleaseOf, checkDevName } from '../namespaces/dev-names.ts'
-import { findNamespace } from '../namespaces/namespaces.ts'
-import { selectDeclaredSecrets } from './queries.ts'
-import { checkSecretName, checkSecretValue, MAX_SECRET_VALUE_BYTES, type SecretStore } from './secrets.ts'
-import type { SecretScope } from './scope.ts'
+import { listAppSecrets, setAppSecret, unsetAppSecret, type SecretTarget } from './app-secrets.ts'
+import { MAX_SECRET_VALUE_BYTES, type SecretStore } from './secrets.ts'
 
 /** JSON escapes can grow a value sixfold; leave room for that and the object around it. */
 const MAX_BODY_BYTES = MAX_SECRET_VALUE_BYTES * 6 + 1024
 
+function targetOf(c: Context<OwnerEnv>): SecretTarget {
+  return { user: c.var.user, appId: c.req.param('appId')!, devName: c.req.param('devName') }
+}
+
 export function secretRoutes(deps: { db: Db; store: SecretStore }) {
   const routes = new Hono<OwnerEnv>()
 
-  async function target(c: Context<OwnerEnv>): Promise<{ scope: SecretScope; releaseId: string | null }> {
-    const app = await appForRole(deps.db, c.var.user, c.req.param('appId')!, 'edit')
-    const devParam = c.req.param('devName')
-    const devName = devParam === undefined ? '' : checkDevName(devParam)
-    const releaseId = devName === '' ? app.activeReleaseId : await activeReleaseOf(deps.db, app.id, devName)
-    return { scope: { appId: app.id, devName }, releaseId }
-  }
-
   async function list(c: Context<OwnerEnv>) {
-    const { scope, releaseId } = await target(c)
-    const declared = releaseId === null ? {} : await selectDeclaredSecrets(deps.db, releaseId)
-    const stored = new Map((await deps.store.list(scope)).map((secret) => [secret.name, secret.updatedAt]))
-    const names = [...new Set([...Object.keys(declared), ...stored.keys()])].sort()
-    return c.json({
-      secrets: names.map((name) => ({
-        name,
-        declared: Object.hasOwn(declared, name),
-        required: declared[name] === 'required',
-        set: stored.has(name),
-        updatedAt: stored.get(name)?.toISOString() ?? null,
-      })),
-    })
+    return c.json({ secrets: await listAppSecrets(deps, targetOf(c)) })
   }
 
   async function put(c: Context<OwnerEnv>) {
-    const { scope, releaseId } = await target(c)
-    const name = checkSecretName(c.req.param('name'))
-    // A development namespace exists from its first deploy; values for names never deployed are refused.
-    if (scope.devName !== '' && (await findNamespace(deps.db, scope.appId, 'development', scope.devName)) === null) {
-      throw new ServiceError('DEV_NAMESPACE_NOT_FOUND',
-        `the development namespace ${scope.devName} does not exist; deploy to it first with: service deploy <dir> --dev ${scope.devName}`)
-    }
     const body = await readObject(c, MAX_BODY_BYTES)
     const unknown = Object.keys(body).filter((key) => key !== 'value')
     if (unknown.length > 0) {
       throw new ServiceError('VALIDATION_FAILED', `unknown field ${unknown[0]!.slice(0, 64)}; the body is {"value": "…"}`)
     }
-    const saved = await deps.store.set(scope, { name, value: checkSecretValue(body.value), userId: c.var.user.id })
-    const declared = releaseId === null ? {} : await selectDeclaredSecrets(deps.db, releaseId)
-    return c.json({
-      secret: {
-        name,
-        declared: Object.hasOwn(declared, name),
-        required: declared[name] === 'required',
-        set: true,
-        updatedAt: saved.updatedAt.toISOString(),
-      },
-    }, saved.created ? 201 : 200)
+    const { secret, created } = await setAppSecret(deps, { ...targetOf(c), name: c.req.param('name'), value: body.value })
+    return c.json({ secret }, created ? 201 : 200)
   }
 
   async function remove(c: Context<OwnerEnv>) {
-    const { scope } = await target(c)
-    const name = checkSecretName(c.req.param('name'))
-    if (!(await deps.store.unset(scope, name))) throw new ServiceError('SECRET_NOT_FOUND', `the secret ${name} has no value here`)
+    await unsetAppSecret(deps, { ...targetOf(c), name: c.req.param('name') })
     return c.body(null, 204)
   }
 

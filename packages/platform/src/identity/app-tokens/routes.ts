@@ -14,16 +14,12 @@ import { Hono } from 'hono'
 import type { Db } from '../../db/db.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { ServiceError } from '../../lib/errors.ts'
-import { findAppBySlug, type App } from '../../apps/apps.ts'
 import type { HostUrls } from '../../http/hosts.ts'
 import type { OwnerEnv } from '../accounts/owner-auth.ts'
-import type { User } from '../accounts/users.ts'
-import { appForRole, effectiveRole } from '../access/roles.ts'
+import { appForRole } from '../access/roles.ts'
 import { readObject } from '../../http/json.ts'
-import {
-  appTokenView, checkTokenName, createAppToken, createReveal, createTokenRequest, listAppTokens, pollTokenRequest,
-  requireConfirmed, revokeAppToken, tokenRequestStatus,
-} from './app-tokens.ts'
+import { appTokenView, listAppTokens, pollTokenRequest, requireConfirmed, revokeAppToken, tokenRequestStatus } from './app-tokens.ts'
+import { createOwnerAppToken, requestAppToken, type TokenRequestDeps } from './issue.ts'
 
 export interface AppTokenRouteDeps {
   db: Db
@@ -31,26 +27,6 @@ export interface AppTokenRouteDeps {
   urls: HostUrls
   /** Seals token values for their reveal link (derived from the master key). */
   revealKey: Uint8Array
-}
-
-/** The one-time link that shows a new token's value to the app's owner. */
-export function revealUrl(urls: HostUrls, reveal: { id: string; k: string }): string {
-  return `${urls.auth}/app-tokens/reveal?id=${encodeURIComponent(reveal.id)}&k=${encodeURIComponent(reveal.k)}`
-}
-
-/**
- * The app when `user` owns it. A member gets FORBIDDEN with `details: {role, required:
- * "owner"}`: a token acts as the owner, so another person minting one would act as the owner
- * too (and `verifyAppToken` accepts only tokens whose creator owns the app).
- */
-async function ownedApp(db: Db, user: User, idOrSlug: string): Promise<App> {
-  const app = await appForRole(db, user, idOrSlug, 'use')
-  if (app.ownerId !== user.id) {
-    throw new ServiceError('FORBIDDEN', `only the owner of "${app.slug}" creates its access tokens: a token acts as the owner`, {
-      details: { role: await effectiveRole(db, { app, user }), required: 'owner' },
-    })
-  }
-  return app
 }
 
 /**
@@ -69,19 +45,9 @@ export function appTokenRoutes(deps: AppTokenRouteDeps) {
   })
 
   routes.post('/:appId/access-tokens', async (c) => {
-    const app = await ownedApp(db, c.var.user, c.req.param('appId'))
-    requireConfirmed(c.var.user)
-    const name = checkTokenName((await readObject(c, 4096)).name, 'access token')
-    const { token, reveal } = await db.transaction(async (tx) => {
-      const created = await createAppToken(tx, clock, { appId: app.id, name, createdBy: c.var.user.id })
-      const reveal = await createReveal(tx, clock, { key: deps.revealKey, tokenId: created.token.id, secret: created.secret })
-      return { token: created.token, reveal }
-    })
-    return c.json({
-      token: { id: token.id, name: token.name, createdAt: token.createdAt.toISOString() },
-      revealUrl: revealUrl(deps.urls, reveal),
-      revealExpiresAt: reveal.expiresAt.toISOString(),
-    }, 201, { 'cache-control': 'no-store' })
+    const body = await readObject(c, 4096)
+    const created = await createOwnerAppToken(deps, { user: c.var.user, appId: c.req.param('appId'), name: body.name })
+    return c.json(created, 201, { 'cache-control': 'no-store' })
   })
 
   routes.delete('/:appId/access-tokens/:tokenId', async (c) => {
@@ -96,7 +62,7 @@ export function appTokenRoutes(deps: AppTokenRouteDeps) {
 }
 
 /** Agent API (no credentials): `POST /` files a request, `POST /:id/poll` reads its state. */
-export function appTokenRequestRoutes(deps: Omit<AppTokenRouteDeps, 'revealKey'> & { trustProxy?: boolean }) {
+export function appTokenRequestRoutes(deps: TokenRequestDeps & { trustProxy?: boolean }) {
   const { db, clock } = deps
   const routes = new Hono()
   // Unauthenticated: bounded per client address so nobody can flood it.
@@ -104,17 +70,7 @@ export function appTokenRequestRoutes(deps: Omit<AppTokenRouteDeps, 'revealKey'>
 
   routes.post('/', async (c) => {
     const body = await readObject(c, 4096)
-    const slug = typeof body.app === 'string' ? body.app.trim().toLowerCase() : ''
-    const app = slug ? await findAppBySlug(db, slug) : null
-    if (!app || app.status === 'archived') throw new ServiceError('APP_NOT_FOUND', `no app "${slug}" is deployed here`)
-    const name = checkTokenName(body.name, 'requested token')
-    const request = await createTokenRequest(db, clock, { appId: app.id, name })
-    return c.json({
-      id: request.id,
-      approveUrl: `${deps.urls.auth}/app-tokens/requests/${request.id}`,
-      pollToken: request.pollToken,
-      expiresAt: request.expiresAt.toISOString(),
-    }, 201, { 'cache-control': 'no-store' })
+    return c.json(await requestAppToken(deps, { app: body.app, name: body.name }), 201, { 'cache-control': 'no-store' })
   })
 
   routes.post('/:id/poll', async (c) => {

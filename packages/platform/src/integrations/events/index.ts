@@ -17,7 +17,7 @@ export { eventEnvelope, runEventHandler, type EventEnvelope } from './envelope.t
 export { MAX_EVENT_DATA_BYTES, MAX_EVENT_ID_LENGTH, readEvent, type EmitCall } from './emit.ts'
 export { DELIVERY_RETENTION_MS, RETRY_DELAYS_SECONDS, type DeliveryWorkerOptions } from './delivery-worker.ts'
 export { slotHandler } from './subscription.ts'
-export type { DeliveryView } from './routes.ts'
+export { DELIVERY_PAGE_SIZES, listAppDeliveries, type DeliveryView } from './deliveries.ts'
 
 export interface IntegrationEventsDeps extends DeliveryWorkerOptions {
   readonly db: Db

@@ -1,0 +1,119 @@
+/**
+ * Test support for the MCP server: the harness platform served over real HTTP on a free
+ * loopback port (its base URL `http://localhost:<port>`, so Node's fetch and the official MCP
+ * client reach it by name), clients of the official SDK, and a tool call's parsed answer.
+ */
+import assert from 'node:assert/strict'
+import type { Server as HttpServer } from 'node:http'
+import { createServer, type AddressInfo } from 'node:net'
+import { serve } from '@hono/node-server'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport, type StreamableHTTPClientTransportOptions } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { latestDevMailTo } from '../email/index.ts'
+import { startHarness, type Harness } from '../../test/harness.ts'
+import { CookieClient, field } from '../../test/cookie-client.ts'
+
+export interface McpPlatform {
+  h: Harness
+  /** `http://localhost:<port>` */
+  base: string
+  /** `http://auth.localhost:<port>` */
+  auth: string
+  close(): Promise<void>
+}
+
+async function freePort(): Promise<number> {
+  const probe = createServer()
+  await new Promise<void>((resolve) => probe.listen(0, 'localhost', resolve))
+  const { port } = probe.address() as AddressInfo
+  await new Promise((resolve) => probe.close(resolve))
+  return port
+}
+
+/** The platform listening on a loopback port. */
+export async function startMcpPlatform(): Promise<McpPlatform> {
+  const port = await freePort()
+  const base = `http://localhost:${port}`
+  const h = await startHarness(undefined, { baseUrl: base })
+  const server = serve({ fetch: (request) => h.platform.fetch(request), port, hostname: 'localhost' }) as HttpServer
+  if (!server.listening) await new Promise((resolve, reject) => server.once('listening', resolve).once('error', reject))
+  return {
+    h, base, auth: h.platform.urls.auth,
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      })
+      await h.close()
+    },
+  }
+}
+
+/** A connected client of the official SDK, with `token` as its bearer (none: anonymous). */
+export async function mcpClient(p: McpPlatform, token?: string, options: StreamableHTTPClientTransportOptions = {}): Promise<Client> {
+  const transport = new StreamableHTTPClientTransport(new URL(`${p.base}/mcp`), {
+    ...options,
+    ...(token === undefined ? {} : { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+  })
+  const client = new Client({ name: 'test-agent', version: '1.0.0' })
+  await client.connect(transport)
+  return client
+}
+
+export interface ToolAnswer {
+  isError: boolean
+  body: any
+  /** The platform's code of a tool error. */
+  code: string | undefined
+}
+
+/** Calls a tool; the answer's JSON (the text content and structuredContent must agree). */
+export async function callTool(client: Client, name: string, args: Record<string, unknown> = {}): Promise<ToolAnswer> {
+  const result = await client.callTool({ name, arguments: args }, undefined, { timeout: 120_000 })
+  const text = (result.content as Array<{ type: string; text: string }>)[0]!.text
+  const body = JSON.parse(text)
+  assert.deepEqual(result.structuredContent, body, 'structuredContent is the text content')
+  return { isError: result.isError === true, body, code: body?.error?.code }
+}
+
+/** Calls a tool that must succeed; its answer. */
+export async function ok(client: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
+  const answer = await callTool(client, name, args)
+  assert.equal(answer.isError, false, `${name} failed: ${JSON.stringify(answer.body)}`)
+  return answer.body
+}
+
+/** Calls a tool that must fail; its platform code. */
+export async function failure(client: Client, name: string, args: Record<string, unknown> = {}): Promise<{ code: string; message: string; details?: any }> {
+  const answer = await callTool(client, name, args)
+  assert.equal(answer.isError, true, `${name} succeeded: ${JSON.stringify(answer.body)}`)
+  return answer.body.error
+}
+
+/** The newest email to `email` holding a link to `path` on the auth host. */
+export async function emailedLink(p: McpPlatform, email: string, path: string): Promise<string> {
+  const mail = await latestDevMailTo(p.h.t.db, email)
+  assert.ok(mail, `no email to ${email}`)
+  const link = new RegExp(`${p.auth.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}${path}\\S*`).exec(mail.text)?.[0]
+  assert.ok(link, `no ${path} link in: ${mail.text}`)
+  return link
+}
+
+/** Opens an emailed confirmation link in `browser` and presses Approve, as a person does. */
+export async function approveLink(browser: CookieClient, p: McpPlatform, link: string): Promise<Response> {
+  const review = await browser.fetch(link)
+  assert.equal(review.status, 200)
+  const html = await review.text()
+  return browser.post(`${p.auth}/confirm`, { r: field(html, 'r'), t: field(html, 't') })
+}
+
+/** Sets up a company for the signed-in browser, continuing to `next` on the auth host. */
+export async function setUpCompany(browser: CookieClient, p: McpPlatform, name: string, next: string): Promise<Response> {
+  const html = await (await browser.fetch(`${p.auth}/company?continue=${encodeURIComponent(next)}`)).text()
+  return browser.post(`${p.auth}/company`, { csrf: field(html, 'csrf'), continue: field(html, 'continue'), name })
+}
+
+/** Text files as the MCP tools take them. */
+export function files(entries: Record<string, string>): Array<{ path: string; content: string }> {
+  return Object.entries(entries).map(([path, content]) => ({ path, content }))
+}
