@@ -1,12 +1,13 @@
 /**
  * A platform process for the multi-process tests, run as a child by platform-processes.ts:
- * `node --import tsx platform-process.ts <database url> <bundles dir> <jobs|events|sync|push> <capacity>`
+ * `node --import tsx platform-process.ts <database url> <bundles dir> <jobs|events|sync|push|email> <capacity>`
  * with SERVICE_TEST_MASTER_KEY set. It opens the database with the test platform's master key
  * (processes sharing a database share it, or each would take the namespace logins' passwords
  * back from the others and end their sessions), starts the one worker named with short
  * leases, polls and retries (the sync scheduler ticks every 200 ms, and its Functions may
  * reach loopback, where the sync tests' reporter listens; the push worker posts to loopback
- * http endpoints, where the push tests' push service listens, with a 1 s request timeout), prints `ready` and runs until it is
+ * http endpoints, where the push tests' push service listens, with a 1 s request timeout; the email
+ * workers send app mail to SERVICE_TEST_SMTP_URL, the email tests' SMTP server), prints `ready` and runs until it is
  * killed (SIGKILL in the crash tests) or sent SIGTERM. SERVICE_TEST_CLOCK_OFFSET_MS, when set,
  * shifts its clock from real time (the processes of one test share one offset, as a
  * deployment's processes share one clock), so a test reaches a schedule's occurrence in
@@ -18,8 +19,8 @@ import { createLogger } from '../src/lib/logger.ts'
 import { createPlatform } from '../src/platform.ts'
 
 const [url, bundlesDir, worker, capacityText] = process.argv.slice(2)
-if (!url || !bundlesDir || (worker !== 'jobs' && worker !== 'events' && worker !== 'sync' && worker !== 'push')) {
-  throw new Error('usage: platform-process.ts <database url> <bundles dir> <jobs|events|sync|push> <capacity>')
+if (!url || !bundlesDir || (worker !== 'jobs' && worker !== 'events' && worker !== 'sync' && worker !== 'push' && worker !== 'email')) {
+  throw new Error('usage: platform-process.ts <database url> <bundles dir> <jobs|events|sync|push|email> <capacity>')
 }
 const masterKeyHex = process.env.SERVICE_TEST_MASTER_KEY ?? ''
 if (!/^[0-9a-f]{64}$/.test(masterKeyHex)) throw new Error('SERVICE_TEST_MASTER_KEY: the test platform\'s master key, 64 hex digits')
@@ -40,11 +41,18 @@ const platform = createPlatform({
   events: { leaseGraceSeconds: 1, pollIntervalMs: 100, capacity, retryDelaysSeconds: [0.2, 0.2, 0.2, 0.5, 1, 1, 1] },
   sync: { intervalMs: 200, capacity },
   push: { allowLoopbackHttp: true, leaseGraceSeconds: 1, pollIntervalMs: 100, capacity, requestTimeoutMs: 1000, retryDelaysSeconds: [0.2, 0.5, 1, 1] },
+  // App email over SERVICE_TEST_SMTP_URL (a test SMTP server on loopback), with 3-second leases.
+  email: {
+    smtpUrl: process.env.SERVICE_TEST_SMTP_URL || null,
+    delivery: { leaseSeconds: 3, pollIntervalMs: 100, capacity, retryDelaysSeconds: [0.2, 0.2, 0.5, 1, 1, 1, 1, 1] },
+    inbound: { leaseGraceSeconds: 1, pollIntervalMs: 100, capacity, retryDelaysSeconds: [0.2, 0.5, 1, 1] },
+  },
   ...(worker === 'sync' ? { functionsAllowNet: ['127.0.0.1'] } : {}),
 })
 if (worker === 'jobs') await platform.jobs.start()
 else if (worker === 'events') await platform.events.start()
 else if (worker === 'push') await platform.push.worker.start()
+else if (worker === 'email') await platform.email.start()
 else platform.sync.start()
 process.stdout.write('ready\n')
 process.on('SIGTERM', () => {

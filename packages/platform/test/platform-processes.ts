@@ -21,7 +21,7 @@ export interface PlatformProcess {
 
 export interface PlatformProcesses {
   /** Starts a process running `worker` with `capacity` attempts at once; resolves once it is ready. */
-  start(worker: 'jobs' | 'events' | 'sync' | 'push', capacity: number): Promise<PlatformProcess>
+  start(worker: 'jobs' | 'events' | 'sync' | 'push' | 'email', capacity: number): Promise<PlatformProcess>
   /** Kills what still runs and removes the processes' bundles. */
   close(): Promise<void>
 }
@@ -34,7 +34,7 @@ export interface PlatformProcesses {
  * // Processes whose clock reads 11:59:50 now (real time shifted), for a schedule's noon occurrence.
  * const shifted = await platformProcesses(h, { clockOffsetMs: Date.parse('2026-11-21T11:59:50Z') - Date.now() })
  */
-export async function platformProcesses(h: Harness, options: { clockOffsetMs?: number } = {}): Promise<PlatformProcesses> {
+export async function platformProcesses(h: Harness, options: { clockOffsetMs?: number; smtpUrl?: string } = {}): Promise<PlatformProcesses> {
   // The harness's own database on its server.
   const [{ name }] = (await h.t.db.query<{ name: string }>('select current_database() as name')) as [{ name: string }]
   const target = new URL(process.env.DATABASE_URL!)
@@ -51,6 +51,8 @@ export async function platformProcesses(h: Harness, options: { clockOffsetMs?: n
           ...process.env,
           SERVICE_TEST_MASTER_KEY: Buffer.from(h.masterKey).toString('hex'),
           SERVICE_TEST_CLOCK_OFFSET_MS: String(Math.round(options.clockOffsetMs ?? 0)),
+          // The email worker's SMTP server (a test server on loopback); unset: the development mailbox.
+          SERVICE_TEST_SMTP_URL: options.smtpUrl ?? '',
         },
       })
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))

@@ -28,6 +28,9 @@ export interface TestSmtpServer {
   /** Holds every message at the end of DATA without answering until `release()`. */
   hold(): void
   release(): void
+  /** How many messages are held; `dropHeld` forgets them unanswered (their client died: never accepted). */
+  heldCount(): number
+  dropHeld(): void
   reset(): void
   /** Resolves once `count` messages were received (rejects after `timeoutMs`). */
   waitFor(count: number, timeoutMs?: number): Promise<void>
@@ -111,6 +114,10 @@ export async function startTestSmtpServer(options: { port?: number } = {}): Prom
     },
     hold() {
       holding = true
+    },
+    heldCount: () => held.length,
+    dropHeld() {
+      held = []
     },
     release() {
       holding = false
