@@ -161,6 +161,19 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
       + 'stderr, the returned value to stdout; a failure prints the code, message and stack and exits 1.',
     json: '{"ok": true, "value", "requestId", "logs": [LogLine]} or, exit 1, {"ok": false, "status", "error": {"code", "message", "details"}, "requestId", "logs"}',
   },
+  email: {
+    summary: 'send a synthetic inbound email to a development namespace\'s email.inbound receiver',
+    usage: [
+      'service email inject --dev <name> [--app <app>] [--from <address>] [--to <address>] [--subject <text>] [--text <text>] [--html <html>] [--attach <path>]...',
+      'service email inject --dev <name> [--app <app>] [--to <address>] --raw <file.eml>',
+    ],
+    details: 'Builds a MIME message (or takes --raw, a whole RFC 5322 message) and runs the namespace\'s email.inbound.function\n'
+      + 'at once with the inbound email event, attachments stored as the namespace\'s files. --to is an address the app\n'
+      + 'receives at (<alias>[+tag]@<app>.<EMAIL_DOMAIN>; default its first alias), --from defaults to sender@example.com,\n'
+      + '--attach may be repeated. The receiver\'s log lines go to stderr, the event and its returned value to stdout;\n'
+      + 'a failure prints the code and message and exits 1. Nothing is queued or retried.',
+    json: '{"ok": true, "value", "requestId", "logs": [LogLine], "event": InboundEmail} or, exit 1, {"ok": false, "status", "error": {"code", "message"}, "requestId", "logs", "event"}',
+  },
   dev: {
     summary: 'delete a development namespace',
     usage: ['service dev delete <name> [--app <app>] [--yes]'],

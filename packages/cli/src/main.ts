@@ -17,6 +17,7 @@
  *   service secrets set <NAME> | list | unset <NAME> [--app <app>] [--dev <name>]
  *   service logs [--app <app>] [--dev <name>] [--function <name>] [--level <level>] [--from <ISO>] [--to <ISO>] [--limit <n>]
  *   service functions invoke <name> --dev <name> [--input '<json>'] [--as owner|anonymous] [--app <app>]
+ *   service email inject --dev <name> [--app <app>] [--from <address>] [--to <address>] [--subject <text>] [--text <text>] [--html <html>] [--attach <path>]... | --raw <file.eml>
  *   service dev delete <name> [--app <app>] [--yes]
  *
  * The platform is --url, else SERVICE_URL, else the URL a platform started in this directory
@@ -39,6 +40,7 @@ import { readSecretFromProcess, secretsCommand } from './commands/secrets.ts'
 import { devCommand } from './commands/dev.ts'
 import { logsCommand } from './commands/logs.ts'
 import { functionsInvokeCommand } from './commands/functions.ts'
+import { emailInjectCommand } from './commands/email.ts'
 import { accessCommand } from './commands/access.ts'
 import { connectionsListCommand, integrationsCommand } from './commands/integrations.ts'
 import { openCredentialStore, type CredentialStore, type OpenKeyring } from './credentials.ts'
@@ -71,6 +73,11 @@ const OPTIONS = {
   input: { type: 'string' },
   as: { type: 'string' },
   connection: { type: 'string' },
+  subject: { type: 'string' },
+  text: { type: 'string' },
+  html: { type: 'string' },
+  attach: { type: 'string', multiple: true },
+  raw: { type: 'string' },
   private: { type: 'boolean' },
   yes: { type: 'boolean', short: 'y' },
   help: { type: 'boolean', short: 'h' },
@@ -165,7 +172,7 @@ async function run(io: Io, invocation: Invocation): Promise<number> {
   const store = async () => (credentials ??= await openCredentialStore({ env: io.env, ...(openKeyring ? { openKeyring } : {}) }))
   // The owner token: SERVICE_TOKEN, else the one `service login` stored (looked up only by
   // commands that call the owner API).
-  const needsToken = ['deploy', 'apps', 'releases', 'app', 'access', 'integrations', 'connections', 'secrets', 'logs', 'functions', 'cron', 'dev'].includes(command) && !(command === 'app' && arg === 'request')
+  const needsToken = ['deploy', 'apps', 'releases', 'app', 'access', 'integrations', 'connections', 'secrets', 'logs', 'functions', 'email', 'cron', 'dev'].includes(command) && !(command === 'app' && arg === 'request')
     && !(command === 'cron' && sub === 'next')
   let token = io.env.SERVICE_TOKEN || undefined
   if (!token && needsToken) {
@@ -195,6 +202,14 @@ async function run(io: Io, invocation: Invocation): Promise<number> {
       return await devCommand(io, client, { action: sub, name: arg, app: values.app, yes: values.yes ?? false })
     case 'functions':
       if (sub === 'invoke') return await functionsInvokeCommand(io, client, { name: arg, app: values.app, dev: values.dev, input: values.input, as: values.as })
+      break
+    case 'email':
+      if (sub === 'inject') {
+        return await emailInjectCommand(io, client, {
+          app: values.app, dev: values.dev, from: values.from, to: values.to, subject: values.subject, text: values.text, html: values.html,
+          attach: values.attach, raw: values.raw,
+        })
+      }
       break
     case 'apps':
       if (sub === 'list') return await appsListCommand(io, client)

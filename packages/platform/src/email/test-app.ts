@@ -69,12 +69,17 @@ ${options.inbound === false ? '' : `  inbound:
 `}`}`
 }
 
-/** The app bundle. */
-export function emailBundle(slug: string, options: { aliases?: readonly string[]; inbound?: boolean } = {}) {
-  return bundle({
+/** The app's files as text, by bundle path. */
+export function emailAppFiles(slug: string, options: { aliases?: readonly string[]; inbound?: boolean } = {}): Record<string, string> {
+  return {
     'service.yaml': manifest(slug, emailYaml(options)),
     'functions/send.ts': SEND,
     'functions/receive.ts': RECEIVE,
     'database/migrations/0001_received.sql': MIGRATION,
-  })
+  }
+}
+
+/** The app bundle. */
+export function emailBundle(slug: string, options: { aliases?: readonly string[]; inbound?: boolean } = {}) {
+  return bundle(emailAppFiles(slug, options))
 }
