@@ -21,7 +21,7 @@ import { appEdge } from './edge/app-edge.ts'
 import { classifyHost, hostUrls } from './http/hosts.ts'
 import {
   appForRole, appTokenPages, appTokenRequestRoutes, appTokenRoutes, authRoutes, cliLoginPages, cliLoginRoutes, grantRoutes,
-  meRoutes, meTokenRoutes, onboardingRoutes, operatorRoutes, organisationRoutes, requireOwner, roleFrom, verifyAppToken,
+  mcpConsentPages, mcpOAuthRoutes, meRoutes, meTokenRoutes, onboardingRoutes, operatorRoutes, organisationRoutes, requireOwner, roleFrom, verifyAppToken,
   type AppSessionDeps, type OwnerEnv, type User,
 } from './identity/index.ts'
 import { createHttpApp } from './http/server.ts'
@@ -49,7 +49,7 @@ import { join } from 'node:path'
 import { createJobs, jobRoutes, type Jobs, type JobsOptions } from './jobs/index.ts'
 import { createCronScheduler, cronRoutes, type CronScheduler, type CronSchedulerOptions } from './cron/index.ts'
 import { createSyncScheduler, type SyncScheduler, type SyncSchedulerOptions } from './integrations/sync/index.ts'
-import { mcpRoutes } from './mcp/index.ts'
+import { mcpResourceMetadataRoutes, mcpRoutes } from './mcp/index.ts'
 
 export interface PlatformDeps {
   config: Pick<Config, 'baseUrl' | 'production' | 'smtpUrl' | 'mailFrom' | 'registration'> &
@@ -215,6 +215,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
   owner.route('/', appTokenRoutes({ db, clock, urls, revealKey }))
   base.route('/v1/apps', owner)
   // The MCP server for coding agents: the same domain functions as the owner API routes above.
+  base.route('/', mcpResourceMetadataRoutes({ urls }))
+  base.route('/', mcpOAuthRoutes({ db, clock, urls, trustProxy }))
   base.route('/mcp', mcpRoutes({
     db, clock, logger, urls, mailer, secrets, revealKey, trustProxy,
     host: () => functions,
@@ -231,6 +233,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   })
   auth.route('/', appTokenPages({ db, clock, logger, urls, cookies, revealKey }))
   auth.route('/', cliLoginPages({ db, clock, logger, urls, cookies }))
+  auth.route('/', mcpConsentPages({ db, clock, logger, urls, cookies }))
   auth.route('/', bindPages({ db, clock, logger, urls, cookies, keyring, oauth: oauth.pageHooks }))
   auth.route('/', oauth.pages)
   auth.route('/', connectionPages({ db, clock, logger, urls, cookies, keyring, oauth: oauth.pageHooks }))

@@ -2,7 +2,8 @@
  * Identity: the public surface other features and the composition root use. Inside, one
  * folder per flow: `sign-in/` (email link, password, confirmation), `sessions/` (browser and
  * app sessions, access tokens, refresh), `app-tokens/`, `companies/` (companies, onboarding,
- * organisation), `cli-login/`, `access/` (app roles, integration audiences), `accounts/`
+ * organisation), `cli-login/`, `mcp-oauth/` (the MCP server's OAuth 2.1 authorization server
+ * and its approval page), `access/` (app roles, integration audiences), `accounts/`
  * (users, owner tokens, the operator), and `pages/` (what every page flow on `{auth_url}`
  * shares).
  */
@@ -32,6 +33,7 @@ export { onboardingRoutes } from './companies/onboarding-routes.ts'
 export { ONBOARDING_CLIENT_LIMIT, pollOnboardingRequest, startOnboarding } from './companies/onboarding-start.ts'
 export { organisationRoutes } from './companies/organisation-routes.ts'
 export { LIFETIMES } from './lifetimes.ts'
+export { authorizationServerMetadata, mcpConsentPages, mcpOAuthRoutes, MCP_OAUTH_LIFETIMES, verifyMcpAccessToken } from './mcp-oauth/index.ts'
 export { browserSession, confirmedPerson, confirmFirstPage, pageErrorHandler, signInFirst } from './pages/auth-pages.ts'
 export { clearCookie, readCookie, writeCookie } from './pages/cookies.ts'
 export { csrfToken, readForm } from './pages/forms.ts'

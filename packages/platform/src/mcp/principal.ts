@@ -6,7 +6,7 @@
  */
 import type { Db } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
-import { bearerToken, verifyOwnerToken, type User } from '../identity/index.ts'
+import { bearerToken, verifyMcpAccessToken, verifyOwnerToken, type User } from '../identity/index.ts'
 
 /** The whole account, or one app (an exact-app owner agent). */
 export type McpScope = { readonly kind: 'person' } | { readonly kind: 'app'; readonly appId: string }
@@ -23,9 +23,6 @@ export function surfaceOf(principal: Principal): Surface {
   return principal.scope.kind === 'app' ? 'focused' : 'full'
 }
 
-/** Verifies an access token other than an owner API token (MCP OAuth); null when it is not one or not valid. */
-export type OAuthTokenVerifier = (token: string) => Promise<{ user: User; scope: McpScope } | null>
-
 /**
  * The principal of an `Authorization` header: anonymous without one, or null when a token
  * was sent that is not valid (the caller answers 401 invalid_token).
@@ -34,13 +31,14 @@ export type OAuthTokenVerifier = (token: string) => Promise<{ user: User; scope:
  * const principal = await resolvePrincipal(deps, c.req.header('authorization'))
  */
 export async function resolvePrincipal(
-  deps: { db: Db; clock: Clock; verifyOAuthToken?: OAuthTokenVerifier }, header: string | undefined,
+  deps: { db: Db; clock: Clock }, header: string | undefined,
 ): Promise<Principal | null> {
   if (header === undefined || header.trim() === '') return { kind: 'anonymous' }
   const token = bearerToken(header)
   if (token === null) return null
   const owner = await verifyOwnerToken(deps.db, deps.clock, token)
   if (owner !== null) return { kind: 'person', user: owner.user, scope: { kind: 'person' } }
-  const oauth = await deps.verifyOAuthToken?.(token) ?? null
-  return oauth === null ? null : { kind: 'person', user: oauth.user, scope: oauth.scope }
+  const oauth = await verifyMcpAccessToken(deps.db, deps.clock, token)
+  if (oauth === null) return null
+  return { kind: 'person', user: oauth.user, scope: oauth.appId === null ? { kind: 'person' } : { kind: 'app', appId: oauth.appId } }
 }

@@ -12,7 +12,7 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import { clientAddress } from '../http/client-address.ts'
 import { BUNDLE_LIMITS } from '../deploy/bundle-files.ts'
 import { createMcpServer } from './server.ts'
-import { resolvePrincipal, type OAuthTokenVerifier, type Principal } from './principal.ts'
+import { resolvePrincipal, type Principal } from './principal.ts'
 import { ANONYMOUS_TOOLS } from './tools.ts'
 import type { McpDeps } from './tool.ts'
 
@@ -54,7 +54,7 @@ function anonymousMayAsk(body: unknown): boolean {
   })
 }
 
-export function mcpRoutes(deps: McpDeps & { trustProxy: boolean; verifyOAuthToken?: OAuthTokenVerifier }) {
+export function mcpRoutes(deps: McpDeps & { trustProxy: boolean }) {
   const routes = new Hono()
 
   async function principalOf(c: Context): Promise<Principal | null> {
@@ -93,5 +93,28 @@ export function mcpRoutes(deps: McpDeps & { trustProxy: boolean; verifyOAuthToke
   }
   routes.get('/', noStream)
   routes.delete('/', noStream)
+  return routes
+}
+
+/**
+ * The protected resource metadata of `{base_url}/mcp` (RFC 9728), at its path-suffixed
+ * well-known URI and at the bare one: the authorization server is the platform itself. No
+ * `scopes_supported`, so a client asks for the scope it means: `mcp` (the whole account, the
+ * default) or `mcp:app:<slug>` (one app).
+ */
+export function mcpResourceMetadataRoutes(deps: { urls: { base: string } }) {
+  const routes = new Hono()
+  const metadata = {
+    resource: `${deps.urls.base}/mcp`,
+    authorization_servers: [deps.urls.base],
+    bearer_methods_supported: ['header'],
+    resource_name: 'Service platform MCP server',
+    resource_documentation: `${deps.urls.base}/docs/api.md#mcp`,
+  }
+  const cors = { 'access-control-allow-origin': '*' }
+  for (const path of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp']) {
+    routes.get(path, (c) => c.json(metadata, 200, cors))
+    routes.options(path, (c) => c.body(null, 204, { ...cors, 'access-control-allow-methods': 'GET, OPTIONS', 'access-control-allow-headers': 'mcp-protocol-version' }))
+  }
   return routes
 }

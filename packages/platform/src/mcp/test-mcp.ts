@@ -117,3 +117,37 @@ export async function setUpCompany(browser: CookieClient, p: McpPlatform, name: 
 export function files(entries: Record<string, string>): Array<{ path: string; content: string }> {
   return Object.entries(entries).map(([path, content]) => ({ path, content }))
 }
+
+/** Every hidden field of a page's form. */
+export function hiddenFields(html: string): Record<string, string> {
+  const fields: Record<string, string> = {}
+  for (const match of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
+    fields[match[1]!] = match[2]!.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')
+  }
+  return fields
+}
+
+/** A browser signed in at the central sign-in as `email` (email link, approved, claimed). */
+export async function signedIn(p: McpPlatform, email: string): Promise<CookieClient> {
+  const browser = new CookieClient(p.h)
+  const html = await (await browser.fetch(`${p.auth}/sign-in?continue=%2F`)).text()
+  const started = await browser.post(`${p.auth}/sign-in`, { csrf: field(html, 'csrf'), continue: field(html, 'continue'), email })
+  assert.equal(started.status, 303)
+  const requestId = new URL(started.headers.get('location')!, p.auth).searchParams.get('r')!
+  assert.equal((await approveLink(browser, p, await emailedLink(p, email, '/confirm'))).status, 200)
+  const wait = await (await browser.fetch(`${p.auth}/sign-in/wait?r=${requestId}`)).text()
+  assert.equal((await browser.post(`${p.auth}/sign-in/claim`, { csrf: field(wait, 'csrf'), r: requestId })).status, 303)
+  return browser
+}
+
+/**
+ * A person's approval of an authorization URL in `browser`: the consent page, then its form
+ * posted with `decision`; the response of the POST (a 303 to the client's redirect URI).
+ */
+export async function consent(browser: CookieClient, p: McpPlatform, authorizationUrl: string, decision: 'approve' | 'deny' = 'approve'): Promise<{ page: string; response: Response }> {
+  const shown = await browser.fetch(authorizationUrl)
+  const page = await shown.text()
+  assert.equal(shown.status, 200, page)
+  const response = await browser.post(`${p.auth}/mcp/authorize`, { ...hiddenFields(page), decision })
+  return { page, response }
+}
