@@ -257,6 +257,8 @@
   /** The push service worker's scope: it controls no page of the app. */
   const PUSH_SCOPE = PUSH_PATH + '/'
   const JSON_HEADERS = { 'content-type': 'application/json' }
+  /** How long subscribe waits for the browser's push service. */
+  const SUBSCRIBE_TIMEOUT_MS = 30000
 
   function pushSupported() {
     return typeof navigator !== 'undefined' && 'serviceWorker' in navigator &&
@@ -309,11 +311,12 @@
      * platform's VAPID key and stores the subscription for the signed-in person; resolves to
      * `{ id }`. Rejects with a ServiceError: AUTH_REQUIRED (nobody signed in),
      * PUSH_NOT_SUPPORTED, PUSH_PERMISSION_DENIED, PUSH_SUBSCRIBE_FAILED (the browser or its
-     * push service refused; `details.name` and `details.cause` say what it said),
-     * PUSH_SUBSCRIPTION_INVALID, or NETWORK_ERROR.
+     * push service refused or did not answer within `timeoutMs`, default 30 s;
+     * `details.name` and `details.cause` say what it said), PUSH_SUBSCRIPTION_INVALID, or
+     * NETWORK_ERROR.
      *   button.onclick = () => service.notifications.subscribe()
      */
-    async subscribe() {
+    async subscribe(options) {
       if (!pushSupported()) {
         throw new ServiceError('PUSH_NOT_SUPPORTED',
           'this browser has no web push (service workers, PushManager and Notification are needed; on iOS, add the app to the home screen first)')
@@ -339,11 +342,25 @@
         subscription = null
       }
       if (!subscription) {
+        const timeoutMs = options && options.timeoutMs !== undefined ? Number(options.timeoutMs) : SUBSCRIBE_TIMEOUT_MS
+        let timer
         try {
-          subscription = await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: applicationServerKey })
+          // A browser that cannot reach its push service may retry for minutes: bounded here.
+          subscription = await Promise.race([
+            registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: applicationServerKey }),
+            new Promise(function (_, reject) {
+              timer = setTimeout(function () {
+                const error = new Error('no answer from the push service in ' + timeoutMs + ' ms')
+                error.name = 'TimeoutError'
+                reject(error)
+              }, timeoutMs)
+            }),
+          ])
         } catch (error) {
           throw new ServiceError('PUSH_SUBSCRIBE_FAILED',
             'the browser could not subscribe to its push service: ' + String(error && error.message), { name: error && error.name, cause: String(error) })
+        } finally {
+          clearTimeout(timer)
         }
       }
       try {
