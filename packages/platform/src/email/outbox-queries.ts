@@ -54,21 +54,6 @@ export async function selectSenderFacts(db: Queryable, releaseId: string): Promi
     `select r.manifest -> 'email' as email, a.slug from platform.releases r join platform.apps a on a.id = r.app_id where r.id = $1`, [releaseId])
 }
 
-/**
- * Adds `count` recipients to the app's window when the window stays within `limit`; returns
- * whether it did. One statement: concurrent sends serialise on the row and each sees the
- * others' counts.
- */
-export async function takeSendWindow(db: Queryable, input: { appId: string; windowStart: Date; count: number; limit: number }): Promise<boolean> {
-  const rows = await db.query(
-    `insert into platform.email_send_windows (app_id, window_start, recipients) values ($1, $2, $3)
-     on conflict (app_id, window_start) do update set recipients = platform.email_send_windows.recipients + excluded.recipients
-       where platform.email_send_windows.recipients + excluded.recipients <= $4
-     returning recipients`,
-    [input.appId, input.windowStart, input.count, input.limit])
-  return rows.length > 0
-}
-
 export interface NewMessage {
   readonly id: string
   readonly appId: string
@@ -83,18 +68,30 @@ export interface NewMessage {
   readonly now: Date
 }
 
-/** Queues a message, due now; the delivery workers are notified at commit. */
-export async function insertMessage(db: Queryable, message: NewMessage): Promise<void> {
-  await db.query(
-    `with inserted as (
+/**
+ * Queues a message, due now, if its recipients fit in the app's window (`windowStart`, at most
+ * `limit` recipients); returns whether it did. One statement, so one transaction: the
+ * window's row is locked only while it runs (concurrent sends of the app serialise on it,
+ * each sees the others' counts, none passes the limit), and the window is not taken unless
+ * the message is stored. The delivery workers are notified at commit.
+ */
+export async function insertMessageWithinBudget(db: Queryable, message: NewMessage, budget: { windowStart: Date; limit: number }): Promise<boolean> {
+  const rows = await db.query(
+    `with window_taken as (
+       insert into platform.email_send_windows (app_id, window_start, recipients) values ($2, $12, cardinality($5::text[]))
+       on conflict (app_id, window_start) do update set recipients = platform.email_send_windows.recipients + excluded.recipients
+         where platform.email_send_windows.recipients + excluded.recipients <= $13
+       returning 1
+     ), inserted as (
        insert into platform.email_outbox
          (id, app_id, namespace_id, from_address, recipients, reply_to, subject, text_body, html_body, message_id, state, run_at, created_at, updated_at)
-       values ($1, $2, $3, $4, $5::text[], $6, $7, $8, $9, $10, 'queued', $11, $11, $11)
+       select $1, $2, $3, $4, $5::text[], $6, $7, $8, $9, $10, 'queued', $11, $11, $11 from window_taken
        returning 1
      )
      select pg_notify('${OUTBOX_CHANNEL}', '') from inserted`,
     [message.id, message.appId, message.namespaceId, message.from, message.to, message.replyTo, message.subject, message.text, message.html,
-      message.messageId, message.now])
+      message.messageId, message.now, budget.windowStart, budget.limit])
+  return rows.length > 0
 }
 
 /** Claims up to `limit` due messages, leased to `owner` for `leaseSeconds`; counts the attempt. */

@@ -3,8 +3,8 @@
  * against the aliases the invocation's release declares (`email.aliases`, as
  * `<alias>@<app slug>.<EMAIL_DOMAIN>`), takes its recipients from the app's hourly budget
  * (EMAIL_RECIPIENTS_PER_HOUR, all namespaces together, fixed clock-hour windows) and commits
- * the message to platform.email_outbox, in one transaction, before it returns the message's
- * id. The delivery worker (delivery-worker.ts) sends it after that.
+ * the message to platform.email_outbox, both in one statement, before it returns the
+ * message's id. The delivery worker (delivery-worker.ts) sends it after that.
  */
 import { randomUUID } from 'node:crypto'
 import type { Db } from '../db/db.ts'
@@ -13,7 +13,7 @@ import { ServiceError } from '../lib/errors.ts'
 import type { EmailDeclaration } from '../manifest/index.ts'
 import { aliasAddress, appMailDomain } from './addresses.ts'
 import { readSendArgs, type MessageLimits } from './message.ts'
-import { insertMessage, selectSenderFacts, takeSendWindow } from './outbox-queries.ts'
+import { insertMessageWithinBudget, selectSenderFacts } from './outbox-queries.ts'
 
 /** A `ctx.email` call with the invocation's app, release and namespace, as the Functions host knows them. */
 export interface EmailCall {
@@ -85,19 +85,16 @@ export function createSender(deps: SendDeps): Sender {
     const now = deps.clock.now()
     const id = randomUUID()
     const windowStart = new Date(Math.floor(now.getTime() / HOUR_MS) * HOUR_MS)
-    await deps.db.transaction(async (tx) => {
-      const taken = await takeSendWindow(tx, { appId: call.appId, windowStart, count: message.to.length, limit: deps.limits.recipientsPerHour })
-      if (!taken) {
-        const retryAfterSeconds = Math.max(1, Math.ceil((windowStart.getTime() + HOUR_MS - now.getTime()) / 1000))
-        throw new ServiceError('EMAIL_RATE_LIMITED',
-          `This app has sent to ${deps.limits.recipientsPerHour} recipients this hour (EMAIL_RECIPIENTS_PER_HOUR); try again in ${retryAfterSeconds} seconds`,
-          { details: { limit: deps.limits.recipientsPerHour, recipients: message.to.length, retryAfterSeconds } })
-      }
-      await insertMessage(tx, {
-        id, appId: call.appId, namespaceId, from: aliasAddress({ alias, slug, emailDomain: deps.domain }), to: message.to,
-        replyTo: message.replyTo, subject: message.subject, text: message.text, html: message.html, messageId: `<${id}@${domain}>`, now,
-      })
-    })
+    const queued = await insertMessageWithinBudget(deps.db, {
+      id, appId: call.appId, namespaceId, from: aliasAddress({ alias, slug, emailDomain: deps.domain }), to: message.to,
+      replyTo: message.replyTo, subject: message.subject, text: message.text, html: message.html, messageId: `<${id}@${domain}>`, now,
+    }, { windowStart, limit: deps.limits.recipientsPerHour })
+    if (!queued) {
+      const retryAfterSeconds = Math.max(1, Math.ceil((windowStart.getTime() + HOUR_MS - now.getTime()) / 1000))
+      throw new ServiceError('EMAIL_RATE_LIMITED',
+        `This app has sent to ${deps.limits.recipientsPerHour} recipients this hour (EMAIL_RECIPIENTS_PER_HOUR); try again in ${retryAfterSeconds} seconds`,
+        { details: { limit: deps.limits.recipientsPerHour, recipients: message.to.length, retryAfterSeconds } })
+    }
     return { id }
   }
 
