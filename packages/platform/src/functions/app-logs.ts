@@ -2,8 +2,9 @@
  * An app namespace's Function logs as its owner reads them, for the owner API and the MCP
  * `read_logs` tool alike: newest first, one bounded page at a time. Filters: `function`,
  * `level` (that level and above), `from` and `to` (inclusive ISO 8601 times), `requestId`,
- * `limit` (1 to 1000, default 100) and `cursor` (a page's `nextCursor`). The owner and Edit
- * holders: the people who change the code read what it logs.
+ * `limit` (1 to 1000, default 100), `cursor` (a page's `nextCursor`: older lines) and `after`
+ * (a page's `newestCursor`: only newer lines, for a follower such as `service logs --follow`).
+ * The owner and Edit holders: the people who change the code read what it logs.
  */
 import type { Db } from '../db/db.ts'
 import { ServiceError } from '../lib/errors.ts'
@@ -31,12 +32,12 @@ export function encodeLogCursor(position: { time: Date; seq: string }): string {
   return Buffer.from(`${position.time.toISOString()}|${position.seq}`).toString('base64url')
 }
 
-function decodeCursor(value: string | undefined): LogQuery['before'] {
+function decodeCursor(value: string | undefined, field: 'cursor' | 'after' = 'cursor'): LogQuery['before'] {
   if (value === undefined) return undefined
   const [at, seq] = Buffer.from(value, 'base64url').toString('utf8').split('|')
-  const parsed = at === undefined ? null : time(at, 'cursor')
+  const parsed = at === undefined ? null : time(at, field)
   if (parsed === null || parsed === undefined || seq === undefined || !/^\d{1,19}$/.test(seq)) {
-    throw invalid('cursor', 'cursor is not one this API returned')
+    throw invalid(field, `${field} is not a cursor this API returned`)
   }
   return { time: parsed, seq }
 }
@@ -57,6 +58,7 @@ export function logQuery(q: (name: string) => string | undefined, scope: { appId
   const from = time(q('from'), 'from')
   const to = time(q('to'), 'to')
   const before = decodeCursor(q('cursor'))
+  const after = decodeCursor(q('after'), 'after')
   return {
     ...scope,
     ...(fn === undefined ? {} : { functionName: fn }),
@@ -66,11 +68,12 @@ export function logQuery(q: (name: string) => string | undefined, scope: { appId
     ...(requestId === undefined ? {} : { requestId }),
     ...(limit === undefined ? {} : { limit }),
     ...(before === undefined ? {} : { before }),
+    ...(after === undefined ? {} : { after }),
   }
 }
 
 /** The filters a logs request may carry (each a string, as in a query string). */
-export const LOG_FILTERS = ['function', 'level', 'from', 'to', 'requestId', 'limit', 'cursor'] as const
+export const LOG_FILTERS = ['function', 'level', 'from', 'to', 'requestId', 'limit', 'cursor', 'after'] as const
 
 /**
  * One page of logs of the app `appId` (production, or the development namespace `devName`).
@@ -86,5 +89,9 @@ export async function readAppLogs(
   const devName = input.devName === undefined ? '' : checkDevName(input.devName)
   const filters: Record<string, string | undefined> = input.filters
   const page = await listFunctionLogs(db, logQuery((name) => filters[name], { appId: app.id, devName }))
-  return { logs: page.lines, nextCursor: page.next === null ? null : encodeLogCursor(page.next) }
+  return {
+    logs: page.lines,
+    nextCursor: page.next === null ? null : encodeLogCursor(page.next),
+    newestCursor: page.newest === null ? null : encodeLogCursor(page.newest),
+  }
 }

@@ -115,6 +115,8 @@ export interface LogQuery {
   readonly limit?: number
   /** Lines strictly older than this position (a page's `nextCursor`). */
   readonly before?: { readonly time: Date; readonly seq: string }
+  /** Lines strictly newer than this position (a page's `newestCursor`): what a follower has not seen yet. */
+  readonly after?: { readonly time: Date; readonly seq: string }
 }
 
 interface LogRow extends Record<string, unknown> {
@@ -136,7 +138,12 @@ interface LogRow extends Record<string, unknown> {
  * @example
  * const page = await listFunctionLogs(db, { appId, devName: '', level: 'warn', limit: 50 })
  */
-export async function listFunctionLogs(db: Queryable, query: LogQuery): Promise<{ lines: StoredLogLine[]; next: { time: Date; seq: string } | null }> {
+export async function listFunctionLogs(db: Queryable, query: LogQuery): Promise<{
+  lines: StoredLogLine[]
+  next: { time: Date; seq: string } | null
+  /** The position of the page's newest line (null for an empty page). */
+  newest: { time: Date; seq: string } | null
+}> {
   const limit = Math.min(Math.max(query.limit ?? DEFAULT_LOG_PAGE, 1), MAX_LOG_PAGE)
   const minLevel = query.level === undefined ? null : LOG_LEVELS.indexOf(query.level) + 1
   const rows = await db.query<LogRow>(
@@ -149,13 +156,16 @@ export async function listFunctionLogs(db: Queryable, query: LogQuery): Promise<
         and ($6::timestamptz is null or created_at <= $6)
         and ($7::text is null or request_id = $7)
         and ($8::timestamptz is null or (created_at, seq) < ($8, $9::bigint))
+        and ($11::timestamptz is null or (created_at, seq) > ($11, $12::bigint))
       order by created_at desc, seq desc
       limit $10`,
     [query.appId, query.devName, query.functionName ?? null, minLevel, query.from ?? null, query.to ?? null,
-      query.requestId ?? null, query.before?.time ?? null, query.before?.seq ?? null, limit + 1],
+      query.requestId ?? null, query.before?.time ?? null, query.before?.seq ?? null, limit + 1,
+      query.after?.time ?? null, query.after?.seq ?? null],
   )
   const page = rows.slice(0, limit)
   const last = page[page.length - 1]
+  const first = page[0]
   return {
     lines: page.map((row) => ({
       id: row.id,
@@ -168,5 +178,6 @@ export async function listFunctionLogs(db: Queryable, query: LogQuery): Promise<
       fields: row.fields ?? null,
     })),
     next: rows.length > limit && last !== undefined ? { time: last.created_at, seq: last.seq } : null,
+    newest: first === undefined ? null : { time: first.created_at, seq: first.seq },
   }
 }

@@ -255,8 +255,29 @@ describe(`development namespaces: deploy, invoke and logs (${backend})`, () => {
     assert.deepEqual(await query('from=2026-11-21T13:01:00.001Z'), ['whoami called'])
     assert.deepEqual(await query('to=2026-11-21T14:00:00%2B01:00&level=error'), ['error 1'])
     assert.deepEqual(await query(`requestId=${second.body.requestId}&level=info`), ['error 2', 'warn 2', 'info 2'])
+  })
 
-    for (const q of ['level=fatal', 'limit=0', 'limit=1001', 'limit=x', 'from=yesterday', 'to=2026-11-21T13:00:00', 'cursor=bm9wZQ', 'function=']) {
+  test('after a page\'s newestCursor the logs API answers only lines written since, told apart at the same time by write order', async () => {
+    await h.t.db.query(`delete from platform.function_logs`)
+    h.clock.set('2026-11-21T15:00:00Z')
+    const empty = await api('GET', '/v1/apps/devapp/dev/alice/logs?limit=1')
+    assert.equal(empty.body.newestCursor, null)
+    await invoke('chatty', { input: { n: 1 } })
+    const first = await api('GET', '/v1/apps/devapp/dev/alice/logs?limit=1')
+    assert.deepEqual(first.body.logs.map((l: any) => l.message), ['error 1'])
+    // The same clock time: only the write order tells the next invocation's lines apart.
+    await invoke('chatty', { input: { n: 2 } })
+    const since = await api('GET', `/v1/apps/devapp/dev/alice/logs?after=${first.body.newestCursor}`)
+    assert.deepEqual(since.body.logs.map((l: any) => l.message), ['error 2', 'warn 2', 'info 2', 'debug 2'])
+    const paged = await api('GET', `/v1/apps/devapp/dev/alice/logs?after=${first.body.newestCursor}&limit=3`)
+    assert.deepEqual(paged.body.logs.map((l: any) => l.message), ['error 2', 'warn 2', 'info 2'])
+    const rest = await api('GET', `/v1/apps/devapp/dev/alice/logs?after=${first.body.newestCursor}&cursor=${paged.body.nextCursor}`)
+    assert.deepEqual(rest.body.logs.map((l: any) => l.message), ['debug 2'])
+    assert.equal(rest.body.nextCursor, null)
+    const none = await api('GET', `/v1/apps/devapp/dev/alice/logs?after=${since.body.newestCursor}`)
+    assert.deepEqual(none.body, { logs: [], nextCursor: null, newestCursor: null })
+
+    for (const q of ['level=fatal', 'limit=0', 'limit=1001', 'limit=x', 'from=yesterday', 'to=2026-11-21T13:00:00', 'cursor=bm9wZQ', 'after=bm9wZQ', 'function=']) {
       const res = await api('GET', `/v1/apps/devapp/dev/alice/logs?${q}`)
       assert.equal(res.status, 400, q)
       assert.equal(res.body.error.code, 'VALIDATION_FAILED', q)
