@@ -175,11 +175,17 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
     json: '{"ok": true, "value", "requestId", "logs": [LogLine], "event": InboundEmail} or, exit 1, {"ok": false, "status", "error": {"code", "message"}, "requestId", "logs", "event"}',
   },
   dev: {
-    summary: 'delete a development namespace',
-    usage: ['service dev delete <name> [--app <app>] [--yes]'],
-    details: 'delete removes a development namespace with its schema, data, releases, logs and secrets; it asks first on a\n'
+    summary: 'deploy to a development namespace, redeploy on save, stream its logs; delete one',
+    usage: ['service dev <dir> --dev <name>', 'service dev delete <name> [--app <app>] [--yes]'],
+    details: 'service dev <dir> --dev <name> deploys the directory to the development namespace <name> (its own schema,\n'
+      + 'data, secrets and logs; production untouched), watches service.yaml, functions/, public/ and\n'
+      + 'database/migrations/ and redeploys on save (changes within 300 ms deploy once), and prints the namespace\'s\n'
+      + 'Function logs as they come, until Ctrl-C (exit 130). A failed deploy is printed and the loop goes on; the\n'
+      + 'namespace keeps its last release until a save fixes it.\n'
+      + 'delete removes a development namespace with its schema, data, releases, logs and secrets; it asks first on a\n'
       + 'terminal, --yes confirms without asking (needed in scripts).',
-    json: 'delete: {"deleted": name}',
+    json: 'dev <dir>: one event a line: {"event": "deployed", ...deploy\'s result}, {"event": "deploy-failed", "error": {"code",\n'
+      + ' "message", "details"?}}, {"event": "log", ...LogLine}; delete: {"deleted": name, "app"}',
   },
 }
 

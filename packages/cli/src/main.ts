@@ -15,9 +15,10 @@
  *   service cron next "<expr>" [--tz <zone>] [--from <ISO>] [--count <n>]
  *   service cron list <app> | service cron run <app> <name>
  *   service secrets set <NAME> | list | unset <NAME> [--app <app>] [--dev <name>]
- *   service logs [--app <app>] [--dev <name>] [--function <name>] [--level <level>] [--from <ISO>] [--to <ISO>] [--limit <n>]
+ *   service logs [--app <app>] [--dev <name>] [--function <name>] [--level <level>] [--from <ISO>] [--to <ISO>] [--limit <n>] [--follow]
  *   service functions invoke <name> --dev <name> [--input '<json>'] [--as owner|anonymous] [--app <app>]
  *   service email inject --dev <name> [--app <app>] [--from <address>] [--to <address>] [--subject <text>] [--text <text>] [--html <html>] [--attach <path>]... | --raw <file.eml>
+ *   service dev <dir> --dev <name>
  *   service dev delete <name> [--app <app>] [--yes]
  *
  * The platform is --url, else SERVICE_URL, else the URL a platform started in this directory
@@ -37,7 +38,7 @@ import {
 import { loginCommand, logoutCommand, pollOptions } from './commands/login.ts'
 import { cronListCommand, cronNextCommand, cronRunCommand } from './commands/cron.ts'
 import { readSecretFromProcess, secretsCommand } from './commands/secrets.ts'
-import { devCommand } from './commands/dev.ts'
+import { devCommand, devWatchCommand } from './commands/dev.ts'
 import { logsCommand } from './commands/logs.ts'
 import { functionsInvokeCommand } from './commands/functions.ts'
 import { emailInjectCommand } from './commands/email.ts'
@@ -79,6 +80,7 @@ const OPTIONS = {
   attach: { type: 'string', multiple: true },
   raw: { type: 'string' },
   private: { type: 'boolean' },
+  follow: { type: 'boolean', short: 'f' },
   yes: { type: 'boolean', short: 'y' },
   help: { type: 'boolean', short: 'h' },
 } as const
@@ -92,6 +94,17 @@ function processIo(): Io {
     readSecret: readSecretFromProcess,
     ...(process.stdin.isTTY ? { confirm: confirmOnTerminal } : {}),
   }
+}
+
+/**
+ * The Io of a long-running command: stopped by the first Ctrl-C (SIGINT), which then stops
+ * being caught, so a second one ends the process as usual. Tests pass their own signal.
+ */
+function untilInterrupted(io: Io, longRunning: boolean): Io {
+  if (!longRunning || io.signal !== undefined) return io
+  const controller = new AbortController()
+  process.once('SIGINT', () => controller.abort())
+  return { ...io, signal: controller.signal }
 }
 
 /** What tests replace: the OS credential store (default @napi-rs/keyring). */
@@ -139,7 +152,7 @@ export async function main(argv: string[], io: Io = processIo(), options: MainOp
     printError(io, { error: failure, json, hint })
     return failure.exitCode
   }
-  if (json && code !== EXIT.ok) {
+  if (json && code !== EXIT.ok && code !== EXIT.interrupted) {
     printError(io, { error: new CliError(code === EXIT.usage ? 'USAGE' : 'FAILED', `service ${command} exited ${code}; see the notices above`), json })
   }
   return code
@@ -194,12 +207,15 @@ async function run(io: Io, invocation: Invocation): Promise<number> {
     case 'secrets':
       return await secretsCommand(io, client, { action: sub, name: arg, extra: positionals.slice(3), app: values.app, dev: values.dev, value: values.value, json: values.json ?? false })
     case 'logs':
-      return await logsCommand(io, client, {
+      if (positionals.length > 1) throw usageError('service logs: takes no positional arguments (name the app with --app <app>)', usageOf('logs'))
+      return await logsCommand(untilInterrupted(io, values.follow ?? false), client, {
         app: values.app, dev: values.dev, function: values.function, level: values.level,
-        from: values.from, to: values.to, limit: values.limit, json: values.json ?? false,
+        from: values.from, to: values.to, limit: values.limit, json: values.json ?? false, follow: values.follow ?? false,
       })
     case 'dev':
-      return await devCommand(io, client, { action: sub, name: arg, app: values.app, yes: values.yes ?? false })
+      if (sub === 'delete') return await devCommand(io, client, { action: sub, name: arg, app: values.app, yes: values.yes ?? false })
+      if (positionals.length > 2) throw usageError('service dev: one app directory', usageOf('dev'))
+      return await devWatchCommand(untilInterrupted(io, true), client, { dir: sub, dev: values.dev })
     case 'functions':
       if (sub === 'invoke') return await functionsInvokeCommand(io, client, { name: arg, app: values.app, dev: values.dev, input: values.input, as: values.as })
       break

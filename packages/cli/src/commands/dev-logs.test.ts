@@ -45,7 +45,7 @@ describe('terminalSafe', () => {
   })
 
   test('a log line stays one line with no controls, message and fields alike', () => {
-    const line = formatLogLine({ time: 't', level: 'info', function: 'f', requestId: 'r', message: `${HOSTILE}\nforged`, fields: { k: HOSTILE } })
+    const line = formatLogLine({ id: '1', time: 't', level: 'info', function: 'f', requestId: 'r', message: `${HOSTILE}\nforged`, fields: { k: HOSTILE } })
     assert.doesNotMatch(line, RAW_CONTROLS)
     assert.match(line, /\\x1b\]0;pwned\\x07/)
   })
