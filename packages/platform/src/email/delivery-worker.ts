@@ -13,7 +13,9 @@
  *   (EMAIL_REJECTED, dead-lettered); any other failure queues it again after
  *   `retryDelaysSeconds[attempt - 1]` (about 24 hours in all), then `failed`
  *   (EMAIL_DELIVERY_FAILED). A process killed between the server's 250 and the commit of
- *   `sent` sends the message again at the lease's expiry, with the same Message-ID.
+ *   `sent` sends the message again at the lease's expiry, with the same Message-ID (a failed
+ *   write of `sent` is tried again a few times first). The write of `sent` also claims the
+ *   next due message for the slot it frees, in the same statement.
  * - Development mailbox: one row of platform.dev_mail per recipient and `sent`, in one
  *   transaction: exactly once.
  * - Bodies are discarded when the message ends; rows are purged 14 days after.
@@ -26,7 +28,7 @@ import { coerceError, type ErrorCode } from '../lib/errors.ts'
 import type { Logger } from '../lib/logger.ts'
 import { createLeaseLoop, type LeaseLoop } from './lease-loop.ts'
 import {
-  claimMessages, markFailed, markSent, OUTBOX_CHANNEL, purgeFinishedMessages, purgeSendWindows, recoverExpiredSends,
+  claimMessages, markFailed, markSent, markSentAndClaim, OUTBOX_CHANNEL, purgeFinishedMessages, purgeSendWindows, recoverExpiredSends,
   type ClaimedMessage, type OutboxError,
 } from './outbox-queries.ts'
 import { insertDevMail } from './queries.ts'
@@ -40,6 +42,8 @@ export const SEND_RETRY_DELAYS_SECONDS: readonly number[] = [10, 30, 60, 120, 30
 /** Outbox and inbox rows are kept this long after they end. */
 export const EMAIL_RETENTION_MS = 14 * 24 * 60 * 60 * 1000
 const MAX_ERROR_MESSAGE = 1000
+/** A failed write of `sent` is tried again after these waits (as the jobs dispatcher does). */
+const RESULT_WRITE_RETRIES_MS = [100, 500, 2000, 5000]
 const PURGE_BATCH = 1000
 
 export interface DeliveryWorkerOptions {
@@ -91,6 +95,20 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   const leaseSeconds = deps.leaseSeconds ?? 120
   const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
 
+  /** Runs a write of `sent`, trying a failed one again after RESULT_WRITE_RETRIES_MS. */
+  async function persistently<T>(write: () => Promise<T>): Promise<T> {
+    for (let retry = 0; ; retry += 1) {
+      try {
+        return await write()
+      } catch (error) {
+        const wait = RESULT_WRITE_RETRIES_MS[retry]
+        if (wait === undefined) throw error
+        logger.warn('email: recording a sent message failed; trying again', { retryInMs: wait, error: coerceError(error).message })
+        await new Promise((resolve) => setTimeout(resolve, wait))
+      }
+    }
+  }
+
   function retryAt(attempt: number): Date | null {
     const wait = delays[attempt - 1]
     return wait === undefined ? null : new Date(clock.now().getTime() + wait * 1000)
@@ -111,15 +129,22 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     }
   }
 
-  async function overSmtp(message: ClaimedMessage, smtp: SmtpSender): Promise<void> {
+  /** Resolves to the message claimed next with the write of `sent` (when `claimNext`), or null. */
+  async function overSmtp(message: ClaimedMessage, smtp: SmtpSender, claimNext: boolean): Promise<ClaimedMessage | null> {
     const ids = { id: message.id, attempt: message.attempts }
     try {
       const { rejected } = await smtp.send({
         from: message.from_address, to: message.recipients, replyTo: message.reply_to, subject: message.subject,
         text: message.text_body, html: message.html_body, messageId: message.message_id, date: new Date(message.created_at),
       })
-      await markSent(db, { ...ids, now: clock.now(), rejected })
       logger.info('email sent', { id: message.id, recipients: message.recipients.length, rejected: rejected.length })
+      // The server has the message: losing this write would send it again at the lease's expiry.
+      if (!claimNext) {
+        await persistently(() => markSent(db, { ...ids, now: clock.now(), rejected }))
+        return null
+      }
+      const [next] = await persistently(() => markSentAndClaim(db, { ...ids, now: clock.now(), rejected, limit: 1, owner, leaseSeconds }))
+      return next ?? null
     } catch (thrown) {
       if (!(thrown instanceof SmtpFailure)) throw thrown
       const next = thrown.permanent ? null : retryAt(message.attempts)
@@ -131,17 +156,19 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
         id: message.id, attempt: message.attempts, error: error.message, ...(thrown.smtpCode === undefined ? {} : { smtpCode: thrown.smtpCode }),
         ...(next === null ? {} : { retryAt: next.toISOString() }),
       })
+      return null
     }
   }
 
-  async function attempt(message: ClaimedMessage): Promise<void> {
+  async function attempt(message: ClaimedMessage, options: { claimNext: boolean }): Promise<ClaimedMessage | null> {
     try {
       if (deps.smtp === null) await intoDevMailbox(message)
-      else await overSmtp(message, deps.smtp)
+      else return await overSmtp(message, deps.smtp, options.claimNext)
     } catch (thrown) {
       // The database failed us: the message stays `sending` and its lease expiry retries it.
       logger.error('email: a delivery attempt could not be completed', { id: message.id, attempt: message.attempts, error: coerceError(thrown).message })
     }
+    return null
   }
 
   const loop = createLeaseLoop<ClaimedMessage>({

@@ -166,7 +166,10 @@ export function createInboundWorker(deps: InboundWorkerDeps): InboundWorker {
       while ((await recoverExpiredInbound(db, { now: clock.now(), error, delaysSeconds: delays, limit: 500 })) === 500) { /* more */ }
     },
     claim: (limit) => claimInbound(db, { now: clock.now(), limit, owner, leaseSeconds: CLAIM_FUNCTION_SECONDS + grace }),
-    attempt,
+    attempt: async (row) => {
+      await attempt(row)
+      return null
+    },
   })
 
   return {

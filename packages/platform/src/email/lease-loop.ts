@@ -6,7 +6,9 @@
  * free), and a poll every `pollIntervalMs` (retries becoming due, and PGlite or a lost
  * connection missing a notice). Each pass first moves on expired leases (`maintain`, at most
  * once per poll interval), then claims up to the free capacity; `attempt` runs one claimed
- * item to its recorded result and never rejects.
+ * item to its recorded result and never rejects. An attempt may claim the next item with the
+ * write of its result (one round trip for both, when `claimNext`); that item runs in the same
+ * slot at once.
  */
 import type { Db } from '../db/db.ts'
 import { coerceError } from '../lib/errors.ts'
@@ -31,8 +33,8 @@ export interface LeaseLoopDeps<T> extends LeaseLoopOptions {
   /** Moves expired leases on. */
   maintain(): Promise<void>
   claim(limit: number): Promise<T[]>
-  /** Runs one claimed item to its recorded result; never rejects. */
-  attempt(item: T): Promise<void>
+  /** Runs one claimed item to its recorded result; never rejects. Resolves to an item it claimed next (only when `claimNext`), or null. */
+  attempt(item: T, options: { claimNext: boolean }): Promise<T | null>
 }
 
 export interface LeaseLoop {
@@ -59,7 +61,11 @@ export function createLeaseLoop<T>(deps: LeaseLoopDeps<T>): LeaseLoop {
   let lastMaintenance = 0
 
   function launch(item: T): Promise<void> {
-    const running = deps.attempt(item).finally(() => {
+    const running = (async () => {
+      let next: T | null = item
+      // No new claims once stopping; an item claimed already still runs (stop waits for it).
+      while (next !== null) next = await deps.attempt(next, { claimNext: started && !stopped })
+    })().finally(() => {
       inFlight.delete(running)
       schedulePass()
     })

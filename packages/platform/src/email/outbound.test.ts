@@ -292,6 +292,25 @@ describe(`outbound email over SMTP (${backend})`, () => {
     for (const id of ids) assert.equal((await outbox(h, id)).state, 'sent')
   })
 
+  test('with the worker running, concurrent sends are each delivered exactly once (a slot\'s write of sent claims its next message)', async () => {
+    await h.platform.email.start()
+    try {
+      const ids = await Promise.all(Array.from({ length: 20 }, (_, i) => sent(h, { ...HELLO, to: `p${i}@example.com`, subject: `Parallel ${i}` })))
+      await smtp.waitFor(20)
+      for (let i = 0; i < 100; i++) {
+        const rows = await h.t.db.query<{ state: string }>(`select state from platform.email_outbox where id = any($1::uuid[])`, [ids])
+        if (rows.every((row) => row.state === 'sent')) break
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      assert.deepEqual(smtp.received.map((mail) => mail.parsed.messageId).sort(), ids.map((id) => `<${id}@${DOMAIN}>`).sort())
+      const states = await h.t.db.query<{ state: string; attempts: number }>(`select state, attempts from platform.email_outbox where id = any($1::uuid[])`, [ids])
+      assert.ok(states.every((row) => row.state === 'sent' && row.attempts === 1))
+    } finally {
+      await h.platform.email.stop()
+    }
+  })
+
   test('messages that ended are purged 14 days later', async () => {
     const id = await sent(h, HELLO)
     await h.platform.email.deliverDue()

@@ -127,6 +127,36 @@ export async function markSent(db: Queryable, input: { id: string; attempt: numb
 }
 
 /**
+ * markSent and claimMessages in one statement (one round trip): records the sent message and
+ * claims up to `limit` due messages for the slot it frees. The claim cannot see the message
+ * just marked (one snapshot), which is `sending`, so never claims it again.
+ */
+export async function markSentAndClaim(
+  db: Queryable,
+  input: { id: string; attempt: number; now: Date; rejected: readonly string[]; limit: number; owner: string; leaseSeconds: number },
+): Promise<ClaimedMessage[]> {
+  return db.query<ClaimedMessage>(
+    `with sent as (
+       update platform.email_outbox
+          set state = 'sent', text_body = null, html_body = null, rejected = $4::text[], sent_at = $3, finished_at = $3, updated_at = $3,
+              lease_owner = null, lease_expires_at = null
+        where id = $1 and attempts = $2 and state = 'sending' returning id
+     ), chosen as (
+       select id from platform.email_outbox
+        where state = 'queued' and run_at <= $3
+        order by run_at, id
+        limit $5
+        for update skip locked
+     )
+     update platform.email_outbox m
+        set state = 'sending', attempts = m.attempts + 1, updated_at = $3, lease_owner = $6,
+            lease_expires_at = $3::timestamptz + make_interval(secs => $7)
+       from chosen where m.id = chosen.id
+     returning m.*`,
+    [input.id, input.attempt, input.now, input.rejected.length === 0 ? null : input.rejected, input.limit, input.owner, input.leaseSeconds])
+}
+
+/**
  * The attempt failed: queued again at `retryAt`, or (null) failed for good with its bodies
  * discarded. False when it is no longer the current attempt.
  */

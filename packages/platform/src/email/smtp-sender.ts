@@ -50,10 +50,13 @@ export const SMTP_TIMEOUTS = { connectionTimeout: 10_000, greetingTimeout: 10_00
  * await sender.send({ from: 'support@tasks.example.com', to: ['ada@example.com'], replyTo: null, subject: 'Hi', text: 'Hello', html: null, messageId: '<1@tasks.example.com>', date: new Date() })
  */
 export function createSmtpSender(options: { url: string; maxConnections: number }): SmtpSender {
-  const transport = createTransport({ ...SMTP_TIMEOUTS, pool: true, maxConnections: options.maxConnections, maxMessages: Infinity, url: options.url })
+  const open = () => createTransport({ ...SMTP_TIMEOUTS, pool: true, maxConnections: options.maxConnections, maxMessages: Infinity, url: options.url })
+  // Opened on first use and again after close(), so a stopped worker that starts again sends.
+  let transport: ReturnType<typeof open> | null = null
   return {
     async send(message) {
       try {
+        transport ??= open()
         const info = await transport.sendMail({
           envelope: { from: message.from, to: [...message.to] },
           from: message.from,
@@ -74,7 +77,8 @@ export function createSmtpSender(options: { url: string; maxConnections: number 
       }
     },
     close() {
-      transport.close()
+      transport?.close()
+      transport = null
     },
   }
 }
