@@ -1,4 +1,4 @@
-/** Owner API for deploys and releases, mounted under /v1/apps/:appId: the owner and Edit holders. */
+/** Owner API for deploys, releases and development namespaces, mounted under /v1/apps/:appId: the owner and Edit holders. */
 import { Hono, type Context } from 'hono'
 import type { Db } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
@@ -8,8 +8,9 @@ import { readJson } from '../http/json.ts'
 import { BUNDLE_LIMITS } from './bundle-files.ts'
 import type { SecretStore } from '../secrets/index.ts'
 import { checkDevName } from '../namespaces/dev-names.ts'
-import { deployBundle, listReleases, releaseView, validateDeploy } from './deploy.ts'
+import { deployBundle, releaseView, validateDeploy } from './deploy.ts'
 import { deleteDevNamespace } from './dev-delete.ts'
+import { appDevNamespaces, appReleases } from './app-releases.ts'
 
 /** Base64 grows a bundle by a third; leave room for the JSON around it. */
 const MAX_DEPLOY_BODY = Math.ceil(BUNDLE_LIMITS.maxTotalBytes * 1.4)
@@ -33,11 +34,7 @@ export function deployRoutes(deps: { db: Db; clock: Clock; logger?: Logger; secr
     }, 201)
   }
   async function releases(c: Context<OwnerEnv>) {
-    const app = await appForRole(deps.db, c.var.user, c.req.param('appId')!, 'edit')
-    const devParam = c.req.param('devName')
-    const devName = devParam === undefined ? '' : checkDevName(devParam)
-    const list = await listReleases(deps.db, app.id, { devName })
-    return c.json({ releases: list.map(releaseView) })
+    return c.json({ releases: await appReleases(deps.db, { user: c.var.user, appId: c.req.param('appId')!, devName: c.req.param('devName') }) })
   }
   async function deleteDev(c: Context<OwnerEnv>) {
     const app = await appForRole(deps.db, c.var.user, c.req.param('appId')!, 'edit')
@@ -46,6 +43,8 @@ export function deployRoutes(deps: { db: Db; clock: Clock; logger?: Logger; secr
     deps.onDevDeleted?.(app.id, devName)
     return c.body(null, 204)
   }
+  routes.get('/:appId/dev', async (c) =>
+    c.json({ namespaces: await appDevNamespaces(deps.db, { user: c.var.user, appId: c.req.param('appId') }) }))
   routes.delete('/:appId/dev/:devName', deleteDev)
   routes.post('/:appId/deployments', deploy)
   routes.post('/:appId/dev/:devName/deployments', deploy)

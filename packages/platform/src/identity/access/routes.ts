@@ -7,27 +7,14 @@
 import { Hono, type Context } from 'hono'
 import type { Db } from '../../db/db.ts'
 import { ServiceError } from '../../lib/errors.ts'
-import { isUuid } from '../../lib/ids.ts'
 import { findAppByIdOrSlug, type App } from '../../apps/apps.ts'
 import type { OwnerEnv } from '../accounts/owner-auth.ts'
 import { readObject } from '../../http/json.ts'
 import { grantAccess, listGrants, revokeAccess } from './grants.ts'
-import { findUserByEmail, findUserById, normaliseEmail, type User } from '../accounts/users.ts'
-import { appForRole, findMember, listMembers, memberView, removeMember, roleFromBody, setMemberRole } from './roles.ts'
+import { findUserByEmail, normaliseEmail } from '../accounts/users.ts'
+import { appForRole } from './roles.ts'
+import { appMembers, removeAppMember, requireConfirmedSharer, setAppMember } from './members.ts'
 import { audienceView, mayChangeIntegrationAudience, readIntegrationAudience, setIntegrationAudience } from './integration-audience.ts'
-
-function requireConfirmed(user: User): void {
-  if (!user.emailConfirmedAt) {
-    throw new ServiceError('CONFIRMATION_REQUIRED', 'confirm your email address before sharing apps')
-  }
-}
-
-/** The person a path segment names: a user id or an email address. */
-async function personNamed(db: Db, value: string): Promise<User> {
-  const person = isUuid(value) ? await findUserById(db, value) : await findUserByEmail(db, normaliseEmail(value))
-  if (!person) throw new ServiceError('NOT_FOUND', `no account exists for ${value}; ask them to sign in once first`)
-  return person
-}
 
 export function grantRoutes(deps: { db: Db }) {
   const routes = new Hono<OwnerEnv>()
@@ -40,7 +27,7 @@ export function grantRoutes(deps: { db: Db }) {
     return c.json({ grants: grants.map((g) => ({ userId: g.user_id, email: g.email, createdAt: g.created_at.toISOString() })) })
   })
   routes.post('/:appId/grants', async (c) => {
-    requireConfirmed(c.var.user)
+    requireConfirmedSharer(c.var.user)
     const app = await administered(c)
     const email = normaliseEmail((await readObject(c)).email)
     const grantee = await findUserByEmail(deps.db, email)
@@ -57,31 +44,14 @@ export function grantRoutes(deps: { db: Db }) {
     return c.body(null, 204)
   })
 
-  routes.get('/:appId/members', async (c) => {
-    const app = await administered(c)
-    const owner = await findUserById(deps.db, app.ownerId)
-    const members = await listMembers(deps.db, app)
-    return c.json({
-      owner: { userId: app.ownerId, email: owner?.email ?? null, role: 'administer', roles: ['use', 'edit', 'administer'] },
-      members: members.map(memberView),
-    })
-  })
+  routes.get('/:appId/members', async (c) => c.json(await appMembers(deps.db, { user: c.var.user, appId: c.req.param('appId') })))
   routes.put('/:appId/members/:member', async (c) => {
-    requireConfirmed(c.var.user)
-    const app = await administered(c)
-    const role = roleFromBody(await readObject(c))
-    const person = await personNamed(deps.db, c.req.param('member'))
-    const { created } = await setMemberRole(deps.db, { app, member: person, role, by: c.var.user })
-    const member = (await findMember(deps.db, { app, userId: person.id }))!
-    return c.json({ member: memberView(member) }, created ? 201 : 200)
+    const body = await readObject(c)
+    const { member, created } = await setAppMember(deps.db, { user: c.var.user, appId: c.req.param('appId'), member: c.req.param('member'), body })
+    return c.json({ member }, created ? 201 : 200)
   })
   routes.delete('/:appId/members/:member', async (c) => {
-    const app = await administered(c)
-    const value = c.req.param('member')
-    const person = isUuid(value) ? { id: value } : await findUserByEmail(deps.db, normaliseEmail(value))
-    if (!person || !(await removeMember(deps.db, { app, userId: person.id }))) {
-      throw new ServiceError('NOT_FOUND', `${value} holds no role on this app`)
-    }
+    await removeAppMember(deps.db, { user: c.var.user, appId: c.req.param('appId'), member: c.req.param('member') })
     return c.body(null, 204)
   })
 
@@ -98,7 +68,7 @@ export function grantRoutes(deps: { db: Db }) {
     return c.json({ audience: audienceView(await readIntegrationAudience(deps.db, app)) })
   })
   routes.put('/:appId/integration-audience', async (c) => {
-    requireConfirmed(c.var.user)
+    requireConfirmedSharer(c.var.user)
     const app = await audienceManaged(c)
     const body = await readObject(c)
     await deps.db.transaction((tx) => setIntegrationAudience(tx, { app, by: c.var.user, body }))

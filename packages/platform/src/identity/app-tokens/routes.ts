@@ -16,10 +16,10 @@ import type { Clock } from '../../lib/clock.ts'
 import { ServiceError } from '../../lib/errors.ts'
 import type { HostUrls } from '../../http/hosts.ts'
 import type { OwnerEnv } from '../accounts/owner-auth.ts'
-import { appForRole } from '../access/roles.ts'
 import { readObject } from '../../http/json.ts'
-import { appTokenView, listAppTokens, pollTokenRequest, requireConfirmed, revokeAppToken, tokenRequestStatus } from './app-tokens.ts'
+import { pollTokenRequest, tokenRequestStatus } from './app-tokens.ts'
 import { createOwnerAppToken, requestAppToken, type TokenRequestDeps } from './issue.ts'
+import { appTokensOf, pendingTokenRequests, refuseTokenRequest, revokeAppTokenOf } from './manage.ts'
 
 export interface AppTokenRouteDeps {
   db: Db
@@ -31,17 +31,17 @@ export interface AppTokenRouteDeps {
 
 /**
  * Owner API: `GET|POST /:appId/access-tokens`, `DELETE /:appId/access-tokens/:tokenId`. List
- * and revoke: the owner and Administer holders; create: the owner.
+ * and revoke: the owner and Administer holders; create: the owner. Pending agent requests:
+ * `GET /:appId/access-token-requests` and `DELETE /:appId/access-token-requests/:requestId`
+ * (refuse), the owner only (approval is a page: the value is shown there, once).
  */
 export function appTokenRoutes(deps: AppTokenRouteDeps) {
   const { db, clock } = deps
   const routes = new Hono<OwnerEnv>()
 
   routes.get('/:appId/access-tokens', async (c) => {
-    const app = await appForRole(db, c.var.user, c.req.param('appId'), 'administer')
-    requireConfirmed(c.var.user)
-    const tokens = await listAppTokens(db, app.id)
-    return c.json({ tokens: tokens.map(appTokenView) }, 200, { 'cache-control': 'no-store' })
+    const tokens = await appTokensOf(db, { user: c.var.user, appId: c.req.param('appId') })
+    return c.json({ tokens }, 200, { 'cache-control': 'no-store' })
   })
 
   routes.post('/:appId/access-tokens', async (c) => {
@@ -51,10 +51,18 @@ export function appTokenRoutes(deps: AppTokenRouteDeps) {
   })
 
   routes.delete('/:appId/access-tokens/:tokenId', async (c) => {
-    const app = await appForRole(db, c.var.user, c.req.param('appId'), 'administer')
-    requireConfirmed(c.var.user)
-    const revoked = await revokeAppToken(db, clock, { appId: app.id, tokenId: c.req.param('tokenId') })
-    if (!revoked) throw new ServiceError('NOT_FOUND', 'no such active access token for this app')
+    await revokeAppTokenOf(db, clock, { user: c.var.user, appId: c.req.param('appId'), tokenId: c.req.param('tokenId') })
+    return c.body(null, 204)
+  })
+
+  routes.get('/:appId/access-token-requests', async (c) => {
+    const requests = await pendingTokenRequests(db, clock, { user: c.var.user, appId: c.req.param('appId') })
+    return c.json({ requests: requests.map((request) => ({ ...request, approveUrl: `${deps.urls.auth}/app-tokens/requests/${request.id}` })) },
+      200, { 'cache-control': 'no-store' })
+  })
+
+  routes.delete('/:appId/access-token-requests/:requestId', async (c) => {
+    await refuseTokenRequest(db, clock, { user: c.var.user, appId: c.req.param('appId'), requestId: c.req.param('requestId') })
     return c.body(null, 204)
   })
 

@@ -21,7 +21,7 @@ import type { Clock } from '../../lib/clock.ts'
 import { ServiceError } from '../../lib/errors.ts'
 import type { IntegrationContract, IntegrationSlot, Manifest } from '../../manifest/index.ts'
 import {
-  effectiveRole, findUserById, holdsRole, mayUseIntegration, roleFrom, usesIntegration, type AppRole, type User,
+  appForRole, effectiveRole, findUserById, holdsRole, mayUseIntegration, roleFrom, usesIntegration, type AppRole, type User,
 } from '../../identity/index.ts'
 import { isUuid } from '../../lib/ids.ts'
 import { findConnection, seesConnection, toConnection, type Connection, type ConnectionRow, type CredentialRow } from '../connections/index.ts'
@@ -307,6 +307,18 @@ export interface SlotView {
     /** active, suspended (the creator may not use the integration now), revoked, or reconnect_required (the connection's status). */
     readonly state: BindingStanding | 'reconnect_required'
   }
+}
+
+/**
+ * The slots of the app `appId` with their bindings, for a person holding Edit on it: what the
+ * app integration API (`GET …/integrations`) and the dashboard list.
+ *
+ * @example
+ * const slots = await appIntegrationSlots(deps, { user, appId: 'desk' })
+ */
+export async function appIntegrationSlots(deps: BindingDeps, input: { user: User; appId: string }): Promise<SlotView[]> {
+  const app = await appForRole(deps.db, input.user, input.appId, 'edit')
+  return await listSlots(deps, { actor: input.user, app })
 }
 
 /**

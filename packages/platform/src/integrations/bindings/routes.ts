@@ -13,7 +13,7 @@ import type { Clock } from '../../lib/clock.ts'
 import { ServiceError } from '../../lib/errors.ts'
 import { readObject } from '../../http/json.ts'
 import { appForRole, type OwnerEnv } from '../../identity/index.ts'
-import { bindSlot, listSlots, unbindSlot, type Binding } from './bindings.ts'
+import { appIntegrationSlots, bindSlot, unbindSlot, type Binding } from './bindings.ts'
 
 function bindingView(binding: Binding) {
   return {
@@ -25,8 +25,7 @@ function bindingView(binding: Binding) {
 export function bindingRoutes(deps: { db: Db; clock: Clock }) {
   const routes = new Hono<OwnerEnv>()
   routes.get('/:appId/integrations', async (c) => {
-    const app = await appForRole(deps.db, c.var.user, c.req.param('appId'), 'edit')
-    return c.json({ slots: await listSlots(deps, { actor: c.var.user, app }) })
+    return c.json({ slots: await appIntegrationSlots(deps, { user: c.var.user, appId: c.req.param('appId') }) })
   })
   routes.put('/:appId/integrations/:slot/binding', async (c) => {
     const app = await appForRole(deps.db, c.var.user, c.req.param('appId'), 'edit')

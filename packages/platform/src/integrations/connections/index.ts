@@ -5,7 +5,7 @@
  * Reconnect required. Values leave only through `readConnectionCredentials`.
  */
 export {
-  checkCredentialValues, checkLabel, connectableKinds, connectionKeyring, createConnection, findConnection, findConnectionByWebhookToken, findPublishedIntegration, managesConnection,
+  checkCredentialValues, checkLabel, connectableKinds, connectionKeyring, createConnection, findConnection, findConnectionByWebhookToken, findPublishedIntegration, listConnections, managesConnection,
   managedConnection, markReconnectRequired, openCredentials, readConnectionCredentials, replaceCredentials, resealConnections, seesConnection,
   toConnection,
 } from './connections.ts'
