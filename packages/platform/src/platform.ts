@@ -49,6 +49,7 @@ import { join } from 'node:path'
 import { createJobs, jobRoutes, type Jobs, type JobsOptions } from './jobs/index.ts'
 import { createCronScheduler, cronRoutes, type CronScheduler, type CronSchedulerOptions } from './cron/index.ts'
 import { createSyncScheduler, type SyncScheduler, type SyncSchedulerOptions } from './integrations/sync/index.ts'
+import { dashboardPages, dashboardRedirects } from './dashboard/index.ts'
 import { mcpResourceMetadataRoutes, mcpRoutes } from './mcp/index.ts'
 
 export interface PlatformDeps {
@@ -214,6 +215,8 @@ export function createPlatform(deps: PlatformDeps): Platform {
   owner.route('/', email.routes)
   owner.route('/', appTokenRoutes({ db, clock, urls, revealKey }))
   base.route('/v1/apps', owner)
+  // The owner dashboard lives on {auth_url}, beside the person's session; {base_url}/ sends people there.
+  base.route('/', dashboardRedirects({ urls }))
   // The MCP server for coding agents: the same domain functions as the owner API routes above.
   base.route('/', mcpResourceMetadataRoutes({ urls }))
   base.route('/', mcpOAuthRoutes({ db, clock, urls, trustProxy }))
@@ -238,6 +241,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   auth.route('/', oauth.pages)
   auth.route('/', connectionPages({ db, clock, logger, urls, cookies, keyring, oauth: oauth.pageHooks }))
   auth.route('/', providerPages({ db, clock, logger, urls, cookies }))
+  auth.route('/', dashboardPages({ db, clock, logger, urls, cookies, secrets, revealKey, mailer }))
 
   // Without a data directory (tests give only a bundles directory) files are kept beside the bundles.
   const filesRoot = deps.config.dataDir !== undefined ? join(deps.config.dataDir, 'files') : join(deps.bundlesDir ?? '.service', '.files')
