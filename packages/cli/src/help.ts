@@ -95,8 +95,30 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
     details: 'Roles: Use (open the app), Edit (deploy, secrets, logs), Administer (roles). The owner holds all three.\n'
       + 'set gives a member of the app\'s organisation a role (Use also to a person of no company); the owner or\n'
       + 'Administer only. audience shows or sets who may use a provider app\'s integration and who may administer it.',
-    json: 'list: {"owner": Member, "members": [Member]} with Member = {"userId", "email", "role", "roles"};\n'
+    json: 'list: {"owner": {"userId", "email", "role", "roles"}, "members": [Member]} with Member = {"userId", "email", "role",\n'
+      + ' "roles", "createdAt", "updatedAt"};\n'
       + 'set: {"member": Member}; remove: {"removed": person}; audience: {"audience": {"useScope", "usePeople", "administerPeople"}}',
+  },
+  grants: {
+    summary: 'who may use a private app (the Use role): list, add, remove',
+    usage: ['service grants list <app>', 'service grants add <app> <email>', 'service grants remove <app> <email|userId>'],
+    details: 'Shares a private app: add gives the person the Use role (they must have signed in once), remove takes it.\n'
+      + 'The owner and Administer holders. service access manages every role (Use, Edit, Administer).',
+    json: 'list: {"grants": [{"userId", "email", "createdAt"}]}; add: {"grant": {"userId", "email"}}; remove: {"removed": person}',
+  },
+  jobs: {
+    summary: 'an app\'s background jobs: list them, or one job\'s state and latest error',
+    usage: [
+      'service jobs list [--app <app>] [--dev <name>] [--queue <queue>] [--state <state>] [--from <ISO>] [--to <ISO>] [--limit <n>] [--cursor <c>]',
+      'service jobs get <jobId> [--app <app>] [--dev <name>]',
+    ],
+    details: 'list: jobs created in the range (default the 14 days kept), newest first, 50 a page (--limit at most 100;\n'
+      + '--cursor pages on, the command to run is printed), with per-queue totals; --state is queued, running, retry_wait,\n'
+      + 'succeeded or dead_lettered; a cron run\'s queue is cron:<name>. get: one job. Never payloads, idempotency keys or\n'
+      + 'who enqueued a job. --app defaults to app.id of ./service.yaml. The owner and Edit holders.',
+    json: 'list: {"from", "to", "jobs": [Job], "nextCursor", "totals": [{"queue", "created", "retried", "succeeded", "failed",\n'
+      + ' "depth", "waiting", "running"}]} with Job = {"id", "queue", "kind", "state", "attempts", "maxAttempts", "createdAt",\n'
+      + ' "updatedAt", "runAt", "startedAt", "finishedAt", "lastError": {"code", "message"}|null}; get: {"job": Job}',
   },
   integrations: {
     summary: 'an app\'s integration slots and their bindings',
@@ -131,7 +153,8 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
     details: 'next computes with the scheduler\'s own code: --tz (default UTC), --from (default now; without an offset it is\n'
       + 'local time in --tz), --count (default 5, at most 1000); exit 1 for a schedule or zone the platform rejects.\n'
       + 'list shows the active release\'s entries with their next run; run queues a run now with a scheduled run\'s input.',
-    json: 'next: {"next": [ISO 8601 with offset]}; list: {"cron": [{"name", "schedule", "timezone", "function", "enabled", "nextRunAtLocal"}]};\n'
+    json: 'next: {"next": [ISO 8601 with offset]}; list: {"cron": [{"name", "schedule", "timezone", "function", "enabled", "nextRunAt",\n'
+      + ' "nextRunAtLocal", "lastScheduledAt", "lastJobId"}]};\n'
       + 'run: {"run": {"jobId", "cron", "scheduledAt"}}',
   },
   secrets: {

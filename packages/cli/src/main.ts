@@ -6,10 +6,12 @@
  *   service init <dir> [--private] [--app <id>] [--name <name>]
  *   service deploy <dir>
  *   service apps list
- *   service releases list <app>
+ *   service releases list <app> [--dev <name>]
  *   service login | logout
  *   service app access-token list|create|revoke|request <app> ...
  *   service access list|set|remove|audience <app> ...
+ *   service grants list|add|remove <app> ...
+ *   service jobs list|get [<jobId>] [--app <app>] [--dev <name>] [--queue <q>] [--state <s>] ...
  *   service integrations list|bind|unbind <app> ... | service connections list
  *   service operator create-user --email <email> --company <name> [--admin] [--platform-admin]
  *   service cron next "<expr>" [--tz <zone>] [--from <ISO>] [--count <n>]
@@ -43,6 +45,8 @@ import { logsCommand } from './commands/logs.ts'
 import { functionsInvokeCommand } from './commands/functions.ts'
 import { emailInjectCommand } from './commands/email.ts'
 import { accessCommand } from './commands/access.ts'
+import { grantsCommand } from './commands/grants.ts'
+import { jobsCommand } from './commands/jobs.ts'
 import { connectionsListCommand, integrationsCommand } from './commands/integrations.ts'
 import { openCredentialStore, type CredentialStore, type OpenKeyring } from './credentials.ts'
 import type { Io } from './io.ts'
@@ -80,6 +84,9 @@ const OPTIONS = {
   attach: { type: 'string', multiple: true },
   raw: { type: 'string' },
   private: { type: 'boolean' },
+  queue: { type: 'string' },
+  state: { type: 'string' },
+  cursor: { type: 'string' },
   follow: { type: 'boolean', short: 'f' },
   yes: { type: 'boolean', short: 'y' },
   help: { type: 'boolean', short: 'h' },
@@ -185,7 +192,7 @@ async function run(io: Io, invocation: Invocation): Promise<number> {
   const store = async () => (credentials ??= await openCredentialStore({ env: io.env, ...(openKeyring ? { openKeyring } : {}) }))
   // The owner token: SERVICE_TOKEN, else the one `service login` stored (looked up only by
   // commands that call the owner API).
-  const needsToken = ['deploy', 'apps', 'releases', 'app', 'access', 'integrations', 'connections', 'secrets', 'logs', 'functions', 'email', 'cron', 'dev'].includes(command) && !(command === 'app' && arg === 'request')
+  const needsToken = ['deploy', 'apps', 'releases', 'app', 'access', 'grants', 'integrations', 'connections', 'secrets', 'logs', 'functions', 'email', 'cron', 'dev', 'jobs'].includes(command) && !(command === 'app' && arg === 'request')
     && !(command === 'cron' && sub === 'next')
   let token = io.env.SERVICE_TOKEN || undefined
   if (!token && needsToken) {
@@ -205,12 +212,17 @@ async function run(io: Io, invocation: Invocation): Promise<number> {
     case 'deploy':
       return await deployCommand(io, client, sub, { dev: values.dev })
     case 'secrets':
-      return await secretsCommand(io, client, { action: sub, name: arg, extra: positionals.slice(3), app: values.app, dev: values.dev, value: values.value, json: values.json ?? false })
+      return await secretsCommand(io, client, { action: sub, name: arg, extra: positionals.slice(3), app: values.app, dev: values.dev, value: values.value })
+    case 'jobs':
+      return await jobsCommand(io, client, {
+        action: sub, id: arg, extra: positionals.slice(3), app: values.app, dev: values.dev,
+        queue: values.queue, state: values.state, from: values.from, to: values.to, limit: values.limit, cursor: values.cursor,
+      })
     case 'logs':
       if (positionals.length > 1) throw usageError('service logs: takes no positional arguments (name the app with --app <app>)', usageOf('logs'))
       return await logsCommand(untilInterrupted(io, values.follow ?? false), client, {
         app: values.app, dev: values.dev, function: values.function, level: values.level,
-        from: values.from, to: values.to, limit: values.limit, json: values.json ?? false, follow: values.follow ?? false,
+        from: values.from, to: values.to, limit: values.limit, follow: values.follow ?? false,
       })
     case 'dev':
       if (sub === 'delete') return await devCommand(io, client, { action: sub, name: arg, app: values.app, yes: values.yes ?? false })
@@ -228,10 +240,10 @@ async function run(io: Io, invocation: Invocation): Promise<number> {
       }
       break
     case 'apps':
-      if (sub === 'list') return await appsListCommand(io, client)
+      if (sub === 'list' && positionals.length === 2) return await appsListCommand(io, client)
       break
     case 'releases':
-      if (sub === 'list') return await releasesListCommand(io, client, arg)
+      if (sub === 'list' && positionals.length <= 3) return await releasesListCommand(io, client, { app: arg, dev: values.dev })
       break
     case 'login':
       return await loginCommand(io, client, { store: await store(), poll: pollOptions(io.env, 11 * 60 * 1000) })
@@ -242,6 +254,8 @@ async function run(io: Io, invocation: Invocation): Promise<number> {
       break
     case 'access':
       return await accessCommand(io, client, { action: sub, app: arg, rest: positionals.slice(3) })
+    case 'grants':
+      return await grantsCommand(io, client, { action: sub, app: arg, rest: positionals.slice(3) })
     case 'integrations':
       return await integrationsCommand(io, client, { action: sub, app: arg, rest: positionals.slice(3), connection: values.connection })
     case 'connections':

@@ -6,7 +6,9 @@
  * the owner, who sees the value on the approval page.
  */
 import type { Client } from '../client.ts'
+import { CliError } from '../errors.ts'
 import type { Io } from '../io.ts'
+import { printResult } from '../output.ts'
 import { pollUntil, type PollOptions } from './login.ts'
 
 interface TokenView { id: string; name: string; createdAt: string; lastUsedAt: string | null }
@@ -15,24 +17,28 @@ const path = (app: string) => `/v1/apps/${encodeURIComponent(app)}/access-tokens
 
 export async function accessTokenListCommand(io: Io, client: Client, app: string): Promise<number> {
   const { tokens } = await client.call<{ tokens: TokenView[] }>('GET', path(app))
-  if (tokens.length === 0) io.out(`no access tokens for ${app}; create one with: service app access-token create ${app}`)
-  for (const t of tokens) {
-    io.out(`${t.id}  ${t.name.padEnd(24)} created ${t.createdAt}  last used ${t.lastUsedAt ?? 'never'}`)
-  }
+  printResult(io, { tokens }, () => {
+    if (tokens.length === 0) io.out(`no access tokens for ${app}; create one with: service app access-token create ${app}`)
+    for (const t of tokens) {
+      io.out(`${t.id}  ${t.name.padEnd(24)} created ${t.createdAt}  last used ${t.lastUsedAt ?? 'never'}`)
+    }
+  })
   return 0
 }
 
 export async function accessTokenCreateCommand(io: Io, client: Client, app: string, name: string | undefined): Promise<number> {
   const created = await client.call<{ token: TokenView; revealUrl: string }>('POST', path(app), name === undefined ? {} : { name })
-  io.out(`created access token ${created.token.id} (${created.token.name}) for ${app}`)
-  io.out('open this link, signed in as the app\'s owner, to see the token; it works once, for 15 minutes:')
-  io.out(created.revealUrl)
+  printResult(io, { token: created.token, revealUrl: created.revealUrl }, () => {
+    io.out(`created access token ${created.token.id} (${created.token.name}) for ${app}`)
+    io.out('open this link, signed in as the app\'s owner, to see the token; it works once, for 15 minutes:')
+    io.out(created.revealUrl)
+  })
   return 0
 }
 
 export async function accessTokenRevokeCommand(io: Io, client: Client, app: string, tokenId: string): Promise<number> {
   await client.call('DELETE', `${path(app)}/${encodeURIComponent(tokenId)}`)
-  io.out(`revoked access token ${tokenId} of ${app}; it stops working on the next request`)
+  printResult(io, { revoked: tokenId }, () => io.out(`revoked access token ${tokenId} of ${app}; it stops working on the next request`))
   return 0
 }
 
@@ -47,18 +53,21 @@ export async function accessTokenRequestCommand(
   // '' sends no Authorization header: the agent asking has no owner credentials.
   const request = await client.call<RequestStart>('POST', '/v1/app-token-requests',
     { app: options.app, ...(options.name === undefined ? {} : { name: options.name }) }, '')
-  io.out(`ask the owner of ${options.app} to open this link and approve (it works for 15 minutes):`)
-  io.out(request.approveUrl)
-  io.out('waiting for approval...')
+  printResult(io, { approveUrl: request.approveUrl, expiresAt: request.expiresAt }, () => {
+    io.out(`ask the owner of ${options.app} to open this link and approve (it works for 15 minutes):`)
+    io.out(request.approveUrl)
+    io.out('waiting for approval...')
+  })
   const outcome = await pollUntil(options.poll, async () => {
     const answer = await client.call<RequestPoll>('POST', `/v1/app-token-requests/${request.id}/poll`, { pollToken: request.pollToken }, '')
     return answer.status === 'pending' ? null : answer
   })
   if (!outcome || outcome.status !== 'approved') {
-    io.err('error REQUEST_EXPIRED: the request was not approved in time; run the command again')
-    return 1
+    throw new CliError('REQUEST_EXPIRED', 'the request was not approved in time', { next: `service app access-token request ${options.app}` })
   }
-  io.out(`approved: access token ${outcome.tokenId} created for ${options.app}`)
-  io.out('the owner saw its value once on the approval page; keep it in your secret manager, never on a command line')
+  printResult(io, { status: 'approved', tokenId: outcome.tokenId }, () => {
+    io.out(`approved: access token ${outcome.tokenId} created for ${options.app}`)
+    io.out('the owner saw its value once on the approval page; keep it in your secret manager, never on a command line')
+  })
   return 0
 }

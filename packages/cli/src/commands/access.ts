@@ -4,7 +4,10 @@
  * may administer its integration. Callable by the app's owner and its Administer holders.
  */
 import type { Client } from '../client.ts'
+import { usageError } from '../errors.ts'
+import { usageOf } from '../help.ts'
 import type { Io } from '../io.ts'
+import { printResult } from '../output.ts'
 
 interface MemberView { userId: string; email: string | null; role: string; roles: string[] }
 interface AudienceView {
@@ -15,16 +18,10 @@ interface AudienceView {
 
 const ROLES = ['use', 'edit', 'administer']
 
-export const ACCESS_USAGE = `usage: service access list <app>
-       service access set <app> <email|userId> use|edit|administer
-       service access remove <app> <email|userId>
-       service access audience <app> [organisation | people <email,...> | administer <email,...|none>]`
-
 const base = (app: string) => `/v1/apps/${encodeURIComponent(app)}`
 
-function usage(io: Io): number {
-  io.err(ACCESS_USAGE)
-  return 2
+function usage(_io: Io, message = 'service access: list, set, remove or audience, and the app'): never {
+  throw usageError(message, usageOf('access'))
 }
 
 function printAudience(io: Io, app: string, audience: AudienceView) {
@@ -48,27 +45,26 @@ export async function accessCommand(
     case 'list': {
       if (rest.length > 0) return usage(io)
       const { owner, members } = await client.call<{ owner: MemberView; members: MemberView[] }>('GET', `${base(app)}/members`)
-      io.out(`${(owner.email ?? owner.userId).padEnd(32)} owner (use, edit, administer)`)
-      for (const m of members) io.out(`${(m.email ?? m.userId).padEnd(32)} ${m.role}`)
+      printResult(io, { owner, members }, () => {
+        io.out(`${(owner.email ?? owner.userId).padEnd(32)} owner (use, edit, administer)`)
+        for (const m of members) io.out(`${(m.email ?? m.userId).padEnd(32)} ${m.role}`)
+      })
       return 0
     }
     case 'set': {
       const [person, role] = rest
       if (!person || !role || rest.length > 2) return usage(io)
-      if (!ROLES.includes(role)) {
-        io.err(`service access set: the role is use, edit or administer, not "${role}"`)
-        return 2
-      }
+      if (!ROLES.includes(role)) usage(io, `service access set: the role is use, edit or administer, not "${role}"`)
       const { member } = await client.call<{ member: MemberView }>(
         'PUT', `${base(app)}/members/${encodeURIComponent(person)}`, { role })
-      io.out(`${member.email} now holds ${member.role} on ${app} (${member.roles.join(', ')})`)
+      printResult(io, { member }, () => io.out(`${member.email} now holds ${member.role} on ${app} (${member.roles.join(', ')})`))
       return 0
     }
     case 'remove': {
       const [person] = rest
       if (!person || rest.length > 1) return usage(io)
       await client.call('DELETE', `${base(app)}/members/${encodeURIComponent(person)}`)
-      io.out(`${person} holds no role on ${app} any more`)
+      printResult(io, { removed: person }, () => io.out(`${person} holds no role on ${app} any more`))
       return 0
     }
     case 'audience': {
@@ -83,7 +79,7 @@ export async function accessCommand(
       const { audience } = body === null
         ? await client.call<{ audience: AudienceView }>('GET', `${base(app)}/integration-audience`)
         : await client.call<{ audience: AudienceView }>('PUT', `${base(app)}/integration-audience`, body)
-      printAudience(io, app, audience)
+      printResult(io, { audience }, () => printAudience(io, app, audience))
       return 0
     }
     default:

@@ -147,7 +147,7 @@ export default defineFunction({ input: object({ source: literal('service.cron'),
   test('cron run queues a run now and prints its job; an unknown name is CRON_NOT_FOUND', async () => {
     const ran = capture(env)
     assert.equal(await main(['cron', 'run', 'ticks', 'nightly'], ran.io), 0)
-    const jobId = /job ([0-9a-f-]{36})$/.exec(ran.out[0]!)?.[1]
+    const jobId = /job ([0-9a-f-]{36}); see it with: service jobs get \1 --app ticks$/.exec(ran.out[0]!)?.[1]
     assert.ok(jobId, ran.out[0])
     assert.match(ran.out[0]!, /^queued a run of nightly \(scheduledAt 2026-11-21T12:00:00.000Z\)/)
     const job = await h.request(`/v1/apps/ticks/jobs/${jobId}`, { token: env.SERVICE_TOKEN! })

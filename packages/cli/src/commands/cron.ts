@@ -9,7 +9,10 @@ import {
   CronScheduleError, formatInstant, instantOfWallTime, isValidTimeZone, nextOccurrences, wallMs,
 } from '@service/platform/cron'
 import type { Client } from '../client.ts'
+import { CliError, usageError } from '../errors.ts'
+import { usageOf } from '../help.ts'
 import type { Io } from '../io.ts'
+import { printResult } from '../output.ts'
 
 interface CronEntry {
   name: string
@@ -21,32 +24,27 @@ interface CronEntry {
 }
 
 export async function cronListCommand(io: Io, client: Client, app: string | undefined): Promise<number> {
-  if (!app) {
-    io.err('usage: service cron list <app>')
-    return 2
-  }
+  if (!app) throw usageError('service cron list: name the app', usageOf('cron'))
   const { cron } = await client.call<{ cron: CronEntry[] }>('GET', `/v1/apps/${encodeURIComponent(app)}/cron`)
-  if (cron.length === 0) io.out(`${app} declares no cron in its active release`)
-  for (const entry of cron) {
-    const next = entry.enabled ? `next ${entry.nextRunAtLocal ?? '- (app not active)'}` : 'disabled'
-    io.out(`${entry.name.padEnd(24)} ${`"${entry.schedule}"`.padEnd(20)} ${entry.timezone.padEnd(20)} ${entry.function.padEnd(20)} ${next}`)
-  }
+  printResult(io, { cron }, () => {
+    if (cron.length === 0) io.out(`${app} declares no cron in its active release`)
+    for (const entry of cron) {
+      const next = entry.enabled ? `next ${entry.nextRunAtLocal ?? '- (app not active)'}` : 'disabled'
+      io.out(`${entry.name.padEnd(24)} ${`"${entry.schedule}"`.padEnd(20)} ${entry.timezone.padEnd(20)} ${entry.function.padEnd(20)} ${next}`)
+    }
+  })
   return 0
 }
 
 export async function cronRunCommand(io: Io, client: Client, target: { app: string | undefined; name: string | undefined }): Promise<number> {
   const { app, name } = target
-  if (!app || !name) {
-    io.err('usage: service cron run <app> <name>')
-    return 2
-  }
+  if (!app || !name) throw usageError('service cron run: name the app and the cron entry', usageOf('cron'))
   const { run } = await client.call<{ run: { jobId: string; cron: string; scheduledAt: string } }>(
     'POST', `/v1/apps/${encodeURIComponent(app)}/cron/${encodeURIComponent(name)}/runs`)
-  io.out(`queued a run of ${run.cron} (scheduledAt ${run.scheduledAt}): job ${run.jobId}`)
+  printResult(io, { run }, () => io.out(`queued a run of ${run.cron} (scheduledAt ${run.scheduledAt}): job ${run.jobId}; see it with: service jobs get ${run.jobId} --app ${app}`))
   return 0
 }
 
-export const CRON_NEXT_USAGE = 'usage: service cron next "<expr>" [--tz <zone>] [--from <ISO 8601>] [--count <1-1000>]'
 const DEFAULT_COUNT = 5
 const MAX_COUNT = 1000
 
@@ -59,21 +57,19 @@ export interface CronNextOptions {
 }
 
 export function cronNextCommand(io: Io, options: CronNextOptions): number {
-  const usageError = (message: string) => {
-    io.err(`service cron next: ${message}\n${CRON_NEXT_USAGE}`)
-    return 2
+  const wrong = (message: string): never => {
+    throw usageError(`service cron next: ${message}`, usageOf('cron'))
   }
   const { expression } = options
-  if (expression === undefined || expression.trim() === '') return usageError('the schedule expression is missing (quote it: "0 9 * * MON-FRI")')
+  if (expression === undefined || expression.trim() === '') return wrong('the schedule expression is missing (quote it: "0 9 * * MON-FRI")')
   const zone = options.tz ?? 'UTC'
   if (!isValidTimeZone(zone)) {
-    io.err(`service cron next: "${zone}" is not an IANA time zone name; use a name such as "UTC", "Europe/Berlin" or "America/New_York" (spelling and case must be exact)`)
-    return 1
+    throw new CliError('TIME_ZONE_INVALID', `"${zone}" is not an IANA time zone name; use a name such as "UTC", "Europe/Berlin" or "America/New_York" (spelling and case must be exact)`)
   }
   let count = DEFAULT_COUNT
   if (options.count !== undefined) {
     if (!/^[0-9]+$/.test(options.count) || Number(options.count) < 1 || Number(options.count) > MAX_COUNT) {
-      return usageError(`--count must be a whole number from 1 to ${MAX_COUNT}, not "${options.count}"`)
+      return wrong(`--count must be a whole number from 1 to ${MAX_COUNT}, not "${options.count}"`)
     }
     count = Number(options.count)
   }
@@ -81,18 +77,21 @@ export function cronNextCommand(io: Io, options: CronNextOptions): number {
   if (options.from !== undefined) {
     const parsed = parseFrom(options.from, zone)
     if (parsed === null) {
-      return usageError(`--from "${options.from}" is not an ISO 8601 date-time such as 2026-03-29T00:00:00Z, 2026-03-29T01:00+01:00 or 2026-03-29 (read in --tz)`)
+      return wrong(`--from "${options.from}" is not an ISO 8601 date-time such as 2026-03-29T00:00:00Z, 2026-03-29T01:00+01:00 or 2026-03-29 (read in --tz)`)
     }
     from = parsed
   }
+  let next: string[]
   try {
-    for (const instant of nextOccurrences(expression, { timezone: zone, from, count })) io.out(formatInstant(instant, zone))
-    return 0
+    next = nextOccurrences(expression, { timezone: zone, from, count }).map((instant) => formatInstant(instant, zone))
   } catch (error) {
     if (!(error instanceof CronScheduleError)) throw error
-    io.err(`service cron next: ${error.message}`)
-    return 1
+    throw new CliError('CRON_SCHEDULE_INVALID', error.message, { cause: error })
   }
+  printResult(io, { next }, () => {
+    for (const instant of next) io.out(instant)
+  })
+  return 0
 }
 
 const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?)?(Z|z|[+-]\d{2}:?\d{2})?$/

@@ -23,7 +23,6 @@ export interface LogsOptions {
   readonly from: string | undefined
   readonly to: string | undefined
   readonly limit: string | undefined
-  readonly json: boolean
 }
 
 export interface LogLine {

@@ -7,7 +7,10 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Client } from '../client.ts'
+import { CliError, usageError } from '../errors.ts'
+import { usageOf } from '../help.ts'
 import type { Io } from '../io.ts'
+import { printResult } from '../output.ts'
 import { dataDir } from '../platform-url.ts'
 
 function operatorKey(io: Io): string | null {
@@ -21,22 +24,22 @@ export async function createUserCommand(
   client: Client,
   options: { email: string | undefined; company: string | undefined; admin: boolean; platformAdmin: boolean },
 ): Promise<number> {
-  if (!options.email || !options.company) {
-    io.err('usage: service operator create-user --email <email> --company <name> [--admin] [--platform-admin]')
-    return 2
-  }
+  if (!options.email || !options.company) throw usageError('service operator create-user: --email and --company are needed', usageOf('operator'))
   const key = operatorKey(io)
   if (!key) {
-    io.err('error OPERATOR_KEY_MISSING: set SERVICE_OPERATOR_KEY or SERVICE_DATA_DIR to the platform\'s data directory')
-    return 1
+    throw new CliError('OPERATOR_KEY_MISSING', `no operator key: SERVICE_OPERATOR_KEY is not set and ${join(dataDir(io.env), 'operator-key')} does not exist`, {
+      next: 'run this in the platform\'s directory, or set SERVICE_DATA_DIR to its data directory (or SERVICE_OPERATOR_KEY to the key)',
+    })
   }
   const result = await client.call<{ user: { id: string; email: string; organisationRole: string }; token: string }>(
     'POST', '/v1/operator/users',
     { email: options.email, company: options.company, admin: options.admin, platformAdmin: options.platformAdmin },
     key)
-  io.out(`created ${result.user.email} (${result.user.organisationRole} of ${options.company})`)
-  io.out('owner API token (shown once; keep it in a secret manager):')
-  io.out(result.token)
-  io.out('use it with: export SERVICE_TOKEN=<the token above>')
+  printResult(io, { user: result.user, token: result.token }, () => {
+    io.out(`created ${result.user.email} (${result.user.organisationRole} of ${options.company})`)
+    io.out('owner API token (shown once; keep it in a secret manager):')
+    io.out(result.token)
+    io.out('use it with: export SERVICE_TOKEN=<the token above>')
+  })
   return 0
 }

@@ -7,7 +7,10 @@
  * declares and requires them, and when each was set.
  */
 import type { Client } from '../client.ts'
+import { CliError, usageError } from '../errors.ts'
+import { usageOf } from '../help.ts'
 import type { Io } from '../io.ts'
+import { printResult } from '../output.ts'
 import { appTarget } from './app-target.ts'
 
 export interface SecretsOptions {
@@ -18,7 +21,6 @@ export interface SecretsOptions {
   /** Set when someone passed --value, or a value after the name: refused. */
   readonly value: string | undefined
   readonly extra: readonly string[]
-  readonly json: boolean
 }
 
 interface SecretView {
@@ -29,39 +31,31 @@ interface SecretView {
   updatedAt: string | null
 }
 
-const USAGE = 'usage: service secrets set <NAME> | list | unset <NAME> [--app <app>] [--dev <name>]'
-
 export async function secretsCommand(io: Io, client: Client, options: SecretsOptions): Promise<number> {
   const target = appTarget(options)
-  if (typeof target === 'string') {
-    io.err(`service secrets: ${target}`)
-    return 2
-  }
+  if (typeof target === 'string') throw usageError(`service secrets: ${target}`, usageOf('secrets'))
   switch (options.action) {
     case 'set': {
       if (!options.name) break
       if (options.value !== undefined || options.extra.length > 0) {
-        io.err('service secrets set: --value would leave the secret in your shell history and the process list; pipe it on stdin or type it at the prompt')
-        return 2
+        throw usageError('service secrets set: --value would leave the secret in your shell history and the process list; pipe it on stdin or type it at the prompt', usageOf('secrets'))
       }
-      if (!io.readSecret) {
-        io.err('service secrets set: no terminal or stdin to read the value from')
-        return 2
-      }
+      if (!io.readSecret) throw usageError('service secrets set: no terminal or stdin to read the value from', usageOf('secrets'))
       const value = await io.readSecret(`value for ${options.name} (input hidden): `)
       if (value.length === 0) {
-        io.err('service secrets set: the value is empty; nothing was set (remove a secret with service secrets unset)')
-        return 1
+        throw new CliError('SECRET_VALUE_EMPTY', 'the value is empty; nothing was set', { next: `service secrets unset ${options.name} (to remove a secret)` })
       }
       const { secret } = await client.call<{ secret: SecretView }>('PUT', `${target.prefix}/secrets/${encodeURIComponent(options.name)}`, { value })
-      io.out(`set ${secret.name} for ${target.label}`)
+      printResult(io, { secret }, () => io.out(`set ${secret.name} for ${target.label}`))
       if (!secret.declared) io.err(`note: the active release of ${target.label} does not declare ${secret.name} under secrets:, so Functions cannot read it yet`)
       return 0
     }
     case 'list': {
       const { secrets } = await client.call<{ secrets: SecretView[] }>('GET', `${target.prefix}/secrets`)
-      if (options.json) {
-        io.out(JSON.stringify(secrets, null, 2))
+      const missing = secrets.filter((secret) => secret.required && !secret.set)
+      if (missing.length > 0) io.err(`warning: ${missing.map((secret) => secret.name).join(', ')} required but not set; set with: service secrets set <NAME>`)
+      if (io.json === true) {
+        printResult(io, { secrets }, () => {})
         return 0
       }
       if (secrets.length === 0) {
@@ -74,19 +68,16 @@ export async function secretsCommand(io: Io, client: Client, options: SecretsOpt
         const declared = secret.declared ? (secret.required ? 'required' : 'yes') : 'no'
         io.out(`${secret.name.padEnd(width)}  ${declared.padEnd(8)}  ${(secret.set ? 'yes' : 'no').padEnd(3)}  ${secret.updatedAt ?? '-'}`)
       }
-      const missing = secrets.filter((secret) => secret.required && !secret.set)
-      if (missing.length > 0) io.err(`warning: ${missing.map((secret) => secret.name).join(', ')} required but not set; set with: service secrets set <NAME>`)
       return 0
     }
     case 'unset': {
       if (!options.name) break
       await client.call('DELETE', `${target.prefix}/secrets/${encodeURIComponent(options.name)}`)
-      io.out(`removed ${options.name} from ${target.label}`)
+      printResult(io, { removed: options.name }, () => io.out(`removed ${options.name} from ${target.label}`))
       return 0
     }
   }
-  io.err(USAGE)
-  return 2
+  throw usageError('service secrets: set <NAME>, list or unset <NAME>', usageOf('secrets'))
 }
 
 /**
