@@ -57,6 +57,24 @@ export interface Config {
   readonly email: EmailSettings
   /** PUSH_*: web push notifications (push/, docs/operations.md). */
   readonly push: PushSettings
+  /** REALTIME_*: the realtime sockets' limits (realtime/, docs/operations.md). */
+  readonly realtime: RealtimeSettings
+}
+
+/** Realtime (`{app_url}/_service/realtime`, the browser SDK's `service.realtime`). */
+export interface RealtimeSettings {
+  /** REALTIME_MAX_MESSAGE_BYTES: the largest frame a client may send (default 6000, at most 6000: broadcasts cross processes in a NOTIFY). */
+  readonly maxMessageBytes: number
+  /** REALTIME_MESSAGES_PER_SECOND: frames one socket may send a second, in a burst of as many (default 50). */
+  readonly messagesPerSecond: number
+  /** REALTIME_MAX_BUFFERED_KB: bytes waiting to be sent to one socket before it is closed as too slow (default 1024 KiB). */
+  readonly maxBufferedBytes: number
+  /** REALTIME_REVALIDATE_SECONDS: how often each socket's session or token is checked again (default 30). */
+  readonly revalidateSeconds: number
+  /** REALTIME_RESUME_SECONDS: how long row changes are kept for a reconnecting subscriber to resume from (default 300). */
+  readonly resumeSeconds: number
+  /** REALTIME_MAX_CONNECTIONS: sockets one process holds; handshakes beyond are refused with 503 (default 10000). */
+  readonly maxConnections: number
 }
 
 /** Web push (`ctx.notifications`, the browser SDK's `service.notifications`). */
@@ -218,6 +236,23 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     files: filesSettings(env),
     email: emailSettings(env, { baseDomain: baseUrl.hostname, host: env.HOST ?? '127.0.0.1' }),
     push: pushSettings(env, { production, mailFrom: env.SERVICE_MAIL_FROM || `Service <no-reply@${baseUrl.hostname}>` }),
+    realtime: realtimeSettings(env),
+  })
+}
+
+function realtimeSettings(env: Record<string, string | undefined>): RealtimeSettings {
+  const maxMessageBytes = positive('REALTIME_MAX_MESSAGE_BYTES', env.REALTIME_MAX_MESSAGE_BYTES, 6000)
+  // A broadcast reaches the other processes in one NOTIFY, whose payload is under 8,000 bytes with its envelope.
+  if (maxMessageBytes > 6000 || maxMessageBytes < 256) {
+    throw new ConfigError(`REALTIME_MAX_MESSAGE_BYTES must be from 256 to 6000 (broadcasts cross processes in a PostgreSQL NOTIFY), got "${maxMessageBytes}"`)
+  }
+  return Object.freeze({
+    maxMessageBytes,
+    messagesPerSecond: positive('REALTIME_MESSAGES_PER_SECOND', env.REALTIME_MESSAGES_PER_SECOND, 50),
+    maxBufferedBytes: positive('REALTIME_MAX_BUFFERED_KB', env.REALTIME_MAX_BUFFERED_KB, 1024) * 1024,
+    revalidateSeconds: positive('REALTIME_REVALIDATE_SECONDS', env.REALTIME_REVALIDATE_SECONDS, 30),
+    resumeSeconds: positive('REALTIME_RESUME_SECONDS', env.REALTIME_RESUME_SECONDS, 300),
+    maxConnections: positive('REALTIME_MAX_CONNECTIONS', env.REALTIME_MAX_CONNECTIONS, 10_000),
   })
 }
 

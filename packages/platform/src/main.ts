@@ -45,6 +45,9 @@ const server = serve({ fetch: platform.fetch, port: config.port, hostname: confi
   }).join('\n'))
 })
 
+// Realtime sockets: WebSocket handshakes at {app_url}/_service/realtime, admitted by the app edge.
+server.on('upgrade', platform.realtime.upgrade)
+
 // The CLI finds this platform through the URL recorded in its data directory (docs/decisions.md).
 server.once('listening', () => {
   try {
@@ -83,6 +86,9 @@ logger.info('push delivery worker started')
 // 14-day retention purge, and the inbound SMTP listener when INBOUND_SMTP_PORT is set.
 await platform.email.start()
 logger.info('email workers started', { inboundSmtp: config.email.inboundPort })
+// Realtime: the row-change feed, broadcast and presence between processes, authority re-checks.
+await platform.realtime.start()
+logger.info('realtime started')
 // Cron: one process at a time (a lease) turns due occurrences into jobs.
 platform.cron.start()
 logger.info('cron scheduler started')
@@ -114,6 +120,8 @@ async function shutdown(signal: string) {
   logger.info('shutting down', { signal })
   clearInterval(deadlines)
   clearInterval(logRetention)
+  // Sockets are told to reconnect (1001), to another process behind the load balancer.
+  await shutdownStep({ name: 'realtime', limitMs: 3_000 }, () => platform.realtime.stop())
   await shutdownStep({ name: 'cron', limitMs: 3_000 }, () => platform.cron.stop())
   // Job attempts, event deliveries and sync runs in flight end (or are abandoned to their leases) together.
   await Promise.all([

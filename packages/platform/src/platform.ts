@@ -12,7 +12,7 @@ import type { Logger } from './lib/logger.ts'
 import { deriveKey } from './lib/master-key.ts'
 import { appRoutes } from './apps/routes.ts'
 import type { AppAccess } from './apps/apps.ts'
-import { createAppDirectory } from './apps/apps.ts'
+import { APP_CHANGED, createAppDirectory } from './apps/apps.ts'
 import { domainRoutes } from './apps/domain-routes.ts'
 import { deployRoutes } from './deploy/routes.ts'
 import { createAppEmail, createMailer, devMailRoutes, type AppEmail, type AppEmailOptions, type Mailer } from './email/index.ts'
@@ -24,7 +24,7 @@ import {
   mcpConsentPages, mcpOAuthRoutes, meRoutes, meTokenRoutes, onboardingRoutes, operatorRoutes, organisationRoutes, requireOwner, roleFrom, verifyAppToken,
   type AppSessionDeps, type OwnerEnv, type User,
 } from './identity/index.ts'
-import { createHttpApp } from './http/server.ts'
+import { createHttpApp, renderError } from './http/server.ts'
 import { PLATFORM_SDK_VERSION } from './manifest/index.ts'
 import { devInvokeRoutes, logRoutes } from './functions/index.ts'
 import { createSecretStore, secretRoutes } from './secrets/index.ts'
@@ -51,10 +51,11 @@ import { createCronScheduler, cronRoutes, type CronScheduler, type CronScheduler
 import { createSyncScheduler, type SyncScheduler, type SyncSchedulerOptions } from './integrations/sync/index.ts'
 import { dashboardPages, dashboardRedirects } from './dashboard/index.ts'
 import { mcpResourceMetadataRoutes, mcpRoutes } from './mcp/index.ts'
+import { createRealtime, DEFAULT_REALTIME_SETTINGS, type Realtime, type RealtimeDeps, type RealtimeSettings } from './realtime/index.ts'
 
 export interface PlatformDeps {
   config: Pick<Config, 'baseUrl' | 'production' | 'smtpUrl' | 'mailFrom' | 'registration'> &
-    Partial<Pick<Config, 'signInLimits' | 'trustProxy' | 'dataDir' | 'statementTimeoutMs' | 'appConnections' | 'appPoolSize' | 'functionMemoryMb' | 'functionHeapMb' | 'functionSpareWorkers' | 'ai' | 'files' | 'push' | 'email'>>
+    Partial<Pick<Config, 'signInLimits' | 'trustProxy' | 'dataDir' | 'statementTimeoutMs' | 'appConnections' | 'appPoolSize' | 'functionMemoryMb' | 'functionHeapMb' | 'functionSpareWorkers' | 'ai' | 'files' | 'push' | 'email' | 'realtime'>>
   db: Db
   clock: Clock
   logger: Logger
@@ -84,6 +85,8 @@ export interface PlatformDeps {
   email?: AppEmailOptions & { smtpUrl?: string | null; settings?: Partial<EmailSettings> }
   /** Managed files: another storage adapter (tests on S3), smaller limits, a shorter sweep age. */
   files?: { storage?: FileStorage; options?: Pick<FilesDeps, 'maxFileBytes' | 'sweepAgeMs' | 'sweepIntervalMs'> }
+  /** Realtime: other limits (tests: a small send buffer, a fast rate), change feed and ping tuning. */
+  realtime?: { settings?: Partial<RealtimeSettings> } & Partial<Pick<RealtimeDeps, 'feed' | 'pingMs'>>
 }
 
 export interface Platform {
@@ -116,6 +119,11 @@ export interface Platform {
    * `deliverDue()`, `listen()` and `receiveDue()`.
    */
   email: AppEmail
+  /**
+   * Realtime sockets at `{app_url}/_service/realtime`: main.ts hands the HTTP server's
+   * `upgrade` events to `upgrade` and calls `start()`; `close()` stops it.
+   */
+  realtime: Realtime
   /**
    * Resolves once the app edge's caches listen for change notices; they start on first use
    * otherwise, and read through until then.
@@ -305,10 +313,26 @@ export function createPlatform(deps: PlatformDeps): Platform {
     files: filesRoutes({ db, files }),
     search: searchRoutes({ db, sql: appSql }),
     push: push.routes,
+    realtime: (request, target) => realtime.handle(request, target),
     hostOf: (request) => classifyHost(request.headers.get('host') ?? new URL(request.url).host, deps.config.baseUrl),
   })
 
   const http = createHttpApp({ baseUrl: deps.config.baseUrl, hosts: { base, auth, app }, logger, production: deps.config.production })
+  // A realtime socket's credentials are re-checked by the edge as a new handshake would be,
+  // without a request log line each time.
+  const recheckApp = new Hono()
+  recheckApp.onError(renderError(logger, deps.config.production))
+  recheckApp.route('/', app)
+  const { settings: realtimeSettings, ...realtimeOptions } = deps.realtime ?? {}
+  const realtime = createRealtime({
+    db, clock, logger, sql: appSql,
+    settings: { ...(deps.config.realtime ?? DEFAULT_REALTIME_SETTINGS), ...realtimeSettings },
+    protocol: deps.config.baseUrl.protocol,
+    admit: async (request, env) => http.fetch(request, env),
+    recheck: async (request) => recheckApp.fetch(request),
+    appChangedChannel: APP_CHANGED,
+    ...realtimeOptions,
+  })
   return {
     fetch: async (request, env) => http.fetch(request, env),
     urls,
@@ -323,10 +347,12 @@ export function createPlatform(deps: PlatformDeps): Platform {
     events,
     push,
     email,
+    realtime,
     ready: async () => {
       await appDirectory.listening()
     },
     close: async () => {
+      await realtime.stop()
       await cron.stop()
       await sync.stop()
       await jobs.stop()

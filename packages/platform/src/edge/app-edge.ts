@@ -26,6 +26,7 @@ import { sameOriginUrl } from '../lib/redirects.ts'
 import { safeEqual } from '../lib/crypto.ts'
 import type { DataApi } from '../data-api/index.ts'
 import type { SearchRequestTarget } from '../search/routes.ts'
+import type { RealtimeTarget } from '../realtime/index.ts'
 
 export interface Caller {
   user: User | null
@@ -76,6 +77,11 @@ export interface EdgeDeps {
   search?: (request: Request, target: SearchRequestTarget) => Promise<Response>
   /** `service.notifications` and its service worker (push/routes.ts); without it `/_service/push` is NOT_IMPLEMENTED. */
   push?: (request: Request, target: { appId: string; origin: string; userId: string | null }) => Promise<Response>
+  /**
+   * `service.realtime` (realtime/): a WebSocket handshake, admitted here like any request, is
+   * handed over; without it `/_service/realtime` is NOT_IMPLEMENTED.
+   */
+  realtime?: (request: Request, target: RealtimeTarget) => Response
 }
 
 function wantsPage(c: Context): boolean {
@@ -300,6 +306,10 @@ export function appEdge(deps: EdgeDeps) {
   if (deps.push !== undefined) {
     const push = deps.push
     edge.all('/_service/push/*', (c) => push(c.req.raw, { appId: c.var.app.id, origin: origin(c), userId: c.var.caller.user?.id ?? null }))
+  }
+  if (deps.realtime !== undefined) {
+    const realtime = deps.realtime
+    edge.get('/_service/realtime', (c) => realtime(c.req.raw, { app: c.var.app, caller: c.var.caller, origin: origin(c) }))
   }
   edge.all('/_service/*', (c) => {
     throw notImplemented(`The runtime endpoint ${new URL(c.req.url).pathname}`)

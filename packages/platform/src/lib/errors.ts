@@ -181,6 +181,19 @@ export const ERROR_CODES = {
   PUSH_REJECTED: 502,
   PUSH_SERVICE_UNAVAILABLE: 503,
   PUSH_LEASE_EXPIRED: 502,
+  // Realtime (issue 20; our codes, docs/api.md): a request to the socket's path that is not a
+  // WebSocket handshake, or one no process can take now; a frame, join or message refused
+  // (sent as an error frame on the socket).
+  UPGRADE_REQUIRED: 426,
+  REALTIME_UNAVAILABLE: 503,
+  REALTIME_MESSAGE_INVALID: 400,
+  REALTIME_MESSAGE_TOO_LARGE: 413,
+  REALTIME_NOT_JOINED: 409,
+  REALTIME_ALREADY_JOINED: 409,
+  REALTIME_TOO_MANY_CHANNELS: 429,
+  REALTIME_TABLE_NOT_FOUND: 404,
+  REALTIME_TABLE_NO_PRIMARY_KEY: 400,
+  REALTIME_FILTER_INVALID: 400,
 } as const
 
 export type ErrorCode = keyof typeof ERROR_CODES
