@@ -11,7 +11,7 @@ import assert from 'node:assert/strict'
 import { createServer, type Server } from 'node:net'
 import type { Server as HttpServer } from 'node:http'
 import { serve } from '@hono/node-server'
-import { chromium, type APIResponse, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import { chromium, type APIResponse, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core'
 import { latestDevMailTo } from '../src/email/index.ts'
 import { startHarness, type Harness } from './harness.ts'
 import { CHROMIUM_INSTALL_HINT, browserRequired, findChromium } from '../../../scripts/find-chromium.mjs'
@@ -46,8 +46,11 @@ export interface BrowserHarness {
   /** `http://auth.localhost:<port>` */
   authUrl: string
   appUrl(slug: string): string
-  /** A new, separate browser (own cookies); closed by `closeContexts` or `close`. */
-  newContext(): Promise<BrowserContext>
+  /**
+   * A new, separate browser (own cookies); closed by `closeContexts` or `close`. `options`
+   * are Playwright's (a time zone, a viewport, a colour scheme).
+   */
+  newContext(options?: BrowserContextOptions): Promise<BrowserContext>
   /** Closes every context opened so far (call it after each test). */
   closeContexts(): Promise<void>
   /** Closes Chromium, the HTTP server and the harness database. */
@@ -107,8 +110,8 @@ export async function startBrowserHarness(options: { baseDomain?: string } = {})
     baseUrl,
     authUrl: urls.auth,
     appUrl: (slug) => urls.app(slug),
-    async newContext() {
-      const context = await running.browser.newContext()
+    async newContext(options) {
+      const context = await running.browser.newContext(options)
       context.setDefaultTimeout(WAIT_MS)
       context.setDefaultNavigationTimeout(WAIT_MS)
       contexts.add(context)

@@ -42,7 +42,7 @@ export function registerFeed(routes: Hono<DashboardEnv>, deps: DashboardDeps): v
         <span class="when">${time(event.at)}</span></li>`),
     ]
     const signals = Object.entries(feed.signals).map(([name, value]) =>
-      stat({ id: name, label: name, value, hint: name === 'jobs.active' ? 'pending now' : 'created in the range' })).join('')
+      stat({ id: name, label: name, mono: true, value, hint: name === 'jobs.active' ? 'pending now' : 'created in the range' })).join('')
     return shell(c, {
       title: 'Agent Feed', person, csrf, app: { slug: app.slug, name: app.name, role, section: 'feed' },
       body: `${pageHead({

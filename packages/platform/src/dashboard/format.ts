@@ -63,7 +63,8 @@ export function pageHead(input: { title: string; lede?: string; actions?: string
   return `<div class="page-head"><div><h1>${escapeHtml(input.title)}</h1>${input.lede ? `<p class="lede">${input.lede}</p>` : ''}</div>${input.actions ?? ''}</div>`
 }
 
-export function stat(input: { label: string; value: number | string; hint?: string; id?: string }): string {
-  return `<div class="stat"${input.id ? ` data-stat="${escapeHtml(input.id)}"` : ''}><div class="label">${escapeHtml(input.label)}</div>
+/** A big number with its label; `mono` keeps the label as written (a signal's name). */
+export function stat(input: { label: string; value: number | string; hint?: string; id?: string; mono?: boolean }): string {
+  return `<div class="stat"${input.id ? ` data-stat="${escapeHtml(input.id)}"` : ''}><div class="label${input.mono ? ' mono' : ''}">${escapeHtml(input.label)}</div>
     <div class="value">${escapeHtml(String(input.value))}</div>${input.hint ? `<div class="hint">${escapeHtml(input.hint)}</div>` : ''}</div>`
 }

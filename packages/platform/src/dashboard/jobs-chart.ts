@@ -65,8 +65,8 @@ export function jobsChart(timeline: JobTimeline): string {
     `<text x="${(PAD.left + i * slot + slot / 2).toFixed(1)}" y="${HEIGHT - 8}" text-anchor="middle" data-time="${escapeHtml(bucket.start)}">${escapeHtml(bucket.start.slice(5, 16).replace('T', ' '))}</text>`).join('')
   const count = buckets.reduce((sum, bucket) => sum + total(bucket.counts), 0)
   const legend = ORDER.map(({ state, text }) => `<span><i class="s-${state}"></i>${escapeHtml(text)}</span>`).join('')
-  return `<svg class="chart" viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-label="${escapeHtml(
+  return `<div class="chart-wrap"><svg class="chart" viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-label="${escapeHtml(
     `Jobs created over time by state: ${count} jobs in ${buckets.length} buckets of ${bucketLabel(timeline.bucketSeconds)}`)}">
-    ${grid}${bars}${ticks}</svg><div class="legend" aria-hidden="true">${legend}</div>
+    ${grid}${bars}${ticks}</svg></div><div class="legend" aria-hidden="true">${legend}</div>
     <p class="muted small-text">Each bar counts the jobs created in ${escapeHtml(bucketLabel(timeline.bucketSeconds))}, by their state now.</p>`
 }

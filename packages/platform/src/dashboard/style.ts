@@ -48,6 +48,7 @@ h1{font-size:1.45rem;margin:0 0 .25rem;line-height:1.25}h2{font-size:1.08rem;mar
 .stat{background:var(--panel);border:1px solid var(--line);border-radius:.7rem;padding:.85rem 1rem;box-shadow:var(--shadow)}
 .stat .label{color:var(--muted);font-size:.82rem;text-transform:uppercase;letter-spacing:.04em}
 .stat .value{font-size:1.6rem;font-weight:650;font-variant-numeric:tabular-nums}
+.stat .label.mono{text-transform:none;letter-spacing:0;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 .stat .hint{color:var(--muted);font-size:.8rem}
 .facts{display:grid;grid-template-columns:max-content 1fr;gap:.35rem 1.25rem;margin:0}
 .facts dt{color:var(--muted)}.facts dd{margin:0;overflow-wrap:anywhere}
@@ -61,6 +62,7 @@ td.nowrap{white-space:nowrap}
 .empty{color:var(--muted);padding:.75rem 0;margin:0}
 code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.86em}
 code{background:var(--code);padding:.1rem .3rem;border-radius:.3rem;overflow-wrap:anywhere}
+td code{white-space:nowrap;overflow-wrap:normal}
 .badge{display:inline-block;padding:.08rem .55rem;border-radius:999px;font-size:.78rem;font-weight:600;background:var(--code);color:var(--muted);white-space:nowrap}
 .badge.ok{background:var(--ok-bg);color:var(--ok)}.badge.warn{background:var(--warn-bg);color:var(--warn)}
 .badge.bad{background:var(--bad-bg);color:var(--bad)}.badge.info{background:var(--info-bg);color:var(--info)}
@@ -91,7 +93,7 @@ button:disabled{opacity:.5;cursor:not-allowed}
 .level{font-weight:650;font-size:.78rem;text-transform:uppercase}
 .level.debug{color:var(--muted)}.level.info{color:var(--info)}.level.warn{color:var(--warn)}.level.error{color:var(--bad)}
 .message{white-space:pre-wrap;overflow-wrap:anywhere;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.84rem}
-.chart{width:100%;height:auto;display:block}
+.chart-wrap{overflow-x:auto}.chart{width:100%;min-width:34rem;height:auto;display:block}
 .chart .axis{stroke:var(--line)}.chart text{fill:var(--muted);font-size:11px;font-family:system-ui,sans-serif}
 .s-queued{fill:var(--s-queued);background:var(--s-queued)}.s-running{fill:var(--s-running);background:var(--s-running)}
 .s-retry_wait{fill:var(--s-retry);background:var(--s-retry)}.s-succeeded{fill:var(--s-succeeded);background:var(--s-succeeded)}
@@ -117,7 +119,7 @@ details.disclose summary{cursor:pointer;color:var(--accent);font-size:.9rem}
 .side .app-name,.side .app-slug,.side .back{display:none}
 .side ul{display:flex;gap:.25rem;overflow-x:auto;white-space:nowrap;scrollbar-width:thin}
 .side a{padding:.4rem .7rem}
-main{padding:1rem 1rem 2.5rem}.top{padding:.6rem 1rem}.top nav{margin-left:0;width:100%;gap:.75rem}
+main{padding:1rem 1rem 2.5rem}.grid{grid-template-columns:repeat(2,minmax(0,1fr));gap:.6rem}.stat .value{font-size:1.35rem}.top{padding:.6rem 1rem}.top nav{margin-left:0;width:100%;gap:.75rem}
 .who{max-width:100%}.card{padding:.9rem 1rem}.facts{grid-template-columns:1fr}.facts dt{margin-top:.4rem}
 .feed li{grid-template-columns:auto 1fr}.feed .when{grid-column:2}
 h1{font-size:1.25rem}
