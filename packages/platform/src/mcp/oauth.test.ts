@@ -12,37 +12,11 @@ import { createHash, randomBytes } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js'
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js'
 import { backend } from '../../test/test-db.ts'
 import { manifest, ownerApi } from '../../test/harness.ts'
 import { sha256 } from '../lib/crypto.ts'
-import { callTool, consent, failure, files, ok, signedIn, startMcpPlatform, type McpPlatform } from './test-mcp.ts'
-
-const REDIRECT = 'http://127.0.0.1:53682/callback'
-
-/** An MCP client's OAuth state, as a coding agent keeps it; the authorization URL it would open is captured. */
-class TestProvider implements OAuthClientProvider {
-  client: OAuthClientInformationMixed | undefined
-  saved: OAuthTokens | undefined
-  verifier = ''
-  opened: URL | undefined
-  readonly scope: string | undefined
-  constructor(scope?: string) {
-    this.scope = scope
-  }
-  get redirectUrl() { return REDIRECT }
-  get clientMetadata(): OAuthClientMetadata {
-    return { client_name: 'Test Agent', redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none', ...(this.scope ? { scope: this.scope } : {}) }
-  }
-  clientInformation() { return this.client }
-  saveClientInformation(info: OAuthClientInformationMixed) { this.client = info }
-  tokens() { return this.saved }
-  saveTokens(tokens: OAuthTokens) { this.saved = tokens }
-  redirectToAuthorization(url: URL) { this.opened = url }
-  saveCodeVerifier(verifier: string) { this.verifier = verifier }
-  codeVerifier() { return this.verifier }
-}
+import { callTool, consent, failure, files, ok, REDIRECT, signedIn, startMcpPlatform, TestProvider, type McpPlatform } from './test-mcp.ts'
 
 /** Connects the official client with `provider`, runs its flow to the authorization URL, has `browser` approve, and finishes it. */
 async function connectWithOAuth(p: McpPlatform, provider: TestProvider, approve: (url: string) => Promise<Response>): Promise<Client> {

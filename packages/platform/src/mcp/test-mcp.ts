@@ -9,6 +9,8 @@ import { createServer, type AddressInfo } from 'node:net'
 import { serve } from '@hono/node-server'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport, type StreamableHTTPClientTransportOptions } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js'
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
 import { latestDevMailTo } from '../email/index.ts'
 import { startHarness, type Harness } from '../../test/harness.ts'
 import { CookieClient, field } from '../../test/cookie-client.ts'
@@ -151,3 +153,30 @@ export async function consent(browser: CookieClient, p: McpPlatform, authorizati
   const response = await browser.post(`${p.auth}/mcp/authorize`, { ...hiddenFields(page), decision })
   return { page, response }
 }
+
+/** The redirect URI test clients register (nothing listens there: tests read the redirect). */
+export const REDIRECT = 'http://127.0.0.1:53682/callback'
+
+/** An MCP client's OAuth state, as a coding agent keeps it; the authorization URL it would open is captured. */
+export class TestProvider implements OAuthClientProvider {
+  client: OAuthClientInformationMixed | undefined
+  saved: OAuthTokens | undefined
+  verifier = ''
+  opened: URL | undefined
+  readonly scope: string | undefined
+  constructor(scope?: string) {
+    this.scope = scope
+  }
+  get redirectUrl() { return REDIRECT }
+  get clientMetadata(): OAuthClientMetadata {
+    return { client_name: 'Test Agent', redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none', ...(this.scope ? { scope: this.scope } : {}) }
+  }
+  clientInformation() { return this.client }
+  saveClientInformation(info: OAuthClientInformationMixed) { this.client = info }
+  tokens() { return this.saved }
+  saveTokens(tokens: OAuthTokens) { this.saved = tokens }
+  redirectToAuthorization(url: URL) { this.opened = url }
+  saveCodeVerifier(verifier: string) { this.verifier = verifier }
+  codeVerifier() { return this.verifier }
+}
+
