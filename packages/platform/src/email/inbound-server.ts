@@ -65,6 +65,8 @@ export function createInboundServer(deps: InboundServerDeps): InboundServer {
     rejectOversized: true,
     logger: false,
     closeTimeout: 5_000,
+    // Each RCPT TO reads the database: bound the connections one process serves at once.
+    maxClients: 200,
     onMailFrom(_address, session, callback) {
       // A new transaction on the same connection starts with no recipients.
       accepted.set(session.id, [])
