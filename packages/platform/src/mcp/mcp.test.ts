@@ -147,6 +147,7 @@ describe(`MCP server over Streamable HTTP (${backend})`, () => {
     assert.equal(logs.logs.length, 1)
     assert.equal(logs.logs[0].message, 'hello called')
     assert.deepEqual((await ok(builder, 'read_logs', { appId: 'orders' })).logs, [], 'production logs stay apart')
+    assert.deepEqual((await ok(builder, 'read_logs', { appId: 'orders', sessionId: 'alice', after: logs.newestCursor })).logs, [], 'nothing newer yet')
     const anonymous = await ok(builder, 'invoke_dev_function', { appId: 'orders', sessionId: 'alice', functionName: 'hello', as: 'anonymous' })
     assert.equal(anonymous.value.signedIn, false)
 

@@ -117,7 +117,8 @@ export const appTools: ToolDefinition[] = [
     name: 'read_logs',
     description: 'Function log lines of the app (production, or a development session with sessionId), newest first, secret values ' +
       'redacted. Filters: function, level (that level and above), from and to (ISO 8601 with zone), requestId; limit 1 to 1000 ' +
-      '(default 100); cursor is a previous page\'s nextCursor. Needs Edit on the app.',
+      '(default 100); cursor is a previous page\'s nextCursor (older lines); after is a previous answer\'s newestCursor (only newer ' +
+      'lines, to follow the logs). Needs Edit on the app.',
     input: z.object({
       appId, sessionId,
       function: z.string().min(1).max(64).optional(),
@@ -127,6 +128,7 @@ export const appTools: ToolDefinition[] = [
       requestId: z.string().min(1).max(128).optional(),
       limit: z.number().int().min(1).max(1000).optional(),
       cursor: z.string().max(200).optional(),
+      after: z.string().max(200).optional().describe('A previous answer\'s newestCursor: only the lines written since'),
     }).strict(),
     surfaces: BUILDER,
     readOnly: true,
