@@ -156,6 +156,18 @@ describe(`inbound email (${backend})`, () => {
     assert.deepEqual(await received(), [])
   })
 
+  test('a message that cannot be stored is answered 451 (the sender keeps it and tries again), never 250', async () => {
+    await h.t.db.query('alter table platform.email_inbox rename to email_inbox_away')
+    let reply: { code: number; text: string }
+    try {
+      reply = await deliver(['support@inbox.localhost'], await compose({ from: 'ada@example.com', to: 'support@inbox.localhost', subject: 'x', text: 'y' }))
+    } finally {
+      await h.t.db.query('alter table platform.email_inbox_away rename to email_inbox')
+    }
+    assert.equal(reply.code, 451)
+    assert.deepEqual(await inbox(), [])
+  })
+
   test('unknown recipients are refused at RCPT TO (550), a paused app\'s 450; with none accepted DATA is refused and nothing is stored', async () => {
     const session = await open(port)
     try {
