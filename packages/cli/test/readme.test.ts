@@ -5,7 +5,8 @@
 // the default port), then each command through bash with the environment the README tells
 // the user to set (SERVICE_TOKEN pasted from create-user's output, STRIPE_KEY given a
 // value). No SERVICE_URL, SERVICE_DATA_DIR or SERVICE_OPERATOR_KEY is set. Skipped, by name:
-// `npm test` (this suite) and commands marked `# needs a browser`. PGlite, or a fresh
+// `npm test` (this suite), commands marked `# needs a browser` and those marked `# until
+// Ctrl-C` (service dev, logs --follow: their own tests cover them). PGlite, or a fresh
 // database on DATABASE_URL's server.
 import assert from 'node:assert/strict'
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -22,6 +23,8 @@ const REPO = fileURLToPath(new URL('../../../', import.meta.url))
 const README = readFileSync(join(REPO, 'README.md'), 'utf8')
 const STRIPE_KEY = 'sk_test_readme_5f1e2d3c'
 const NEEDS_A_BROWSER = /#.*\bneeds a browser\b/
+/** Commands that run until Ctrl-C (`service dev`, `logs --follow`): shown, not run here (packages/cli tests them). */
+const UNTIL_CTRL_C = /#.*\buntil Ctrl-C\b/
 
 interface ReadmeCommand {
   /** The command as the README writes it, heredoc lines included. */
@@ -87,6 +90,10 @@ function readmeCommands(markdown: string): ReadmeCommand[] {
 const EXPECTED: readonly { command: string; out?: RegExp; err?: RegExp; absent?: string }[] = [
   { command: 'npx service operator create-user --email you@example.com --company "Your company"', out: /^svc_owner_\S+$/m },
   { command: 'npx service validate examples/tasks', out: /: valid \(app tasks,/ },
+  { command: 'npx service init notes', out: /^created public app notes in notes \(SDK \d+\.\d+\.\d+\):\n(?: {2}notes\/\S+\n){6}next:/ },
+  { command: 'npx service deploy ./notes', out: /^deployed notes release 1: http:\/\/notes\.localhost:\d+$/m, err: /^uploading 5 files \([\d.]+ KiB\) to notes \(production\)\.\.\.\napplied migration 0001_notes\.sql$/m },
+  { command: '(cd notes && node --test test/)', out: /^# pass 2$/m },
+  { command: 'npx service jobs list --app my-app', out: /^no jobs created in my-app \(production\) from /m },
   { command: 'npx service validate ./my-app', out: /: valid \(app my-app, 3 files/ },
   { command: 'npx service deploy ./my-app', out: /^deployed my-app release 1: http:\/\/my-app\.localhost:\d+$/m, err: /^created app my-app\nuploading 3 files \([\d.]+ (B|KiB)\) to my-app \(production\)\.\.\.\nno new migrations\n.*SECRET_NOT_SET warning: the required secret STRIPE_KEY has no value in production/m },
   { command: 'npx service apps list', out: /^my-app\s+public\s+active\s+http:\/\/my-app\.localhost:\d+$/m },
@@ -230,7 +237,7 @@ describe(`every command in README.md runs as written, in order (${backend})`, ()
     let token: string | undefined
     for (const command of commands) {
       const where = `README.md:${command.line} ${command.code}`
-      if (command.code === 'npm test' || NEEDS_A_BROWSER.test(command.text)) continue
+      if (command.code === 'npm test' || NEEDS_A_BROWSER.test(command.text) || UNTIL_CTRL_C.test(command.text)) continue
       if (command.code.startsWith('npm install')) {
         await startPlatform(command.code)
         continue
