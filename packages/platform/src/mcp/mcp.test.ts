@@ -74,10 +74,11 @@ describe(`MCP server over Streamable HTTP (${backend})`, () => {
     await p?.close()
   })
 
-  test('without credentials only onboarding answers; anything else is 401 naming the protected resource metadata', async () => {
+  test('without credentials only initialize and the onboarding tools answer; anything else is 401 naming the protected resource metadata', async () => {
+    // Initializing works without a credential; listing tools does not (its 401 starts a client's OAuth flow).
     const anonymous = await mcpClient(p)
-    const { tools } = await anonymous.listTools()
-    assert.deepEqual(tools.map((t) => t.name).sort(), ['poll_onboarding', 'start_onboarding'])
+    await assert.rejects(anonymous.listTools(), (error: { code?: unknown }) => error.code === 401)
+    assert.equal((await failure(anonymous, 'start_onboarding', { email: 'not-an-email', projectName: 'X' })).code, 'VALIDATION_FAILED')
     await anonymous.close()
 
     const challenge = `Bearer resource_metadata="${p.base}/.well-known/oauth-protected-resource/mcp"`

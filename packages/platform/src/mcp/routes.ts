@@ -3,9 +3,10 @@
  * for its caller, answers the JSON-RPC messages it carries as JSON, and ends; no session id,
  * no server-held stream, so any platform process answers any request (GET and DELETE, the
  * session transport's stream and end, answer 405). A request without credentials may only
- * initialize, list tools and call the onboarding tools; anything else, and any token that is
+ * initialize and call the onboarding tools; anything else, and any token that is
  * not valid, answers 401 with `WWW-Authenticate: Bearer resource_metadata="…"` naming the
- * protected resource metadata (RFC 9728), where OAuth clients start.
+ * protected resource metadata (RFC 9728), where OAuth clients start. (A caller without
+ * credentials may initialize and call the onboarding tools by name; listing tools needs one.)
  */
 import { Hono, type Context } from 'hono'
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
@@ -19,8 +20,12 @@ import type { McpDeps } from './tool.ts'
 /** A deploy's files travel as JSON text: room for a full bundle, escaped. */
 export const MAX_MCP_BODY_BYTES = Math.ceil(BUNDLE_LIMITS.maxTotalBytes * 1.5)
 
-/** Methods a caller without credentials may send (tools/call only of the onboarding tools). */
-const ANONYMOUS_METHODS: ReadonlySet<string> = new Set(['initialize', 'ping', 'tools/list'])
+/**
+ * Methods a caller without credentials may send: initialize and ping, and tools/call of the
+ * onboarding tools. Not tools/list: clients list tools right after initializing, and its 401
+ * is what starts their OAuth flow (decisions.md, "Who may call without a credential").
+ */
+const ANONYMOUS_METHODS: ReadonlySet<string> = new Set(['initialize', 'ping'])
 
 /** Where the protected resource metadata of `{base_url}/mcp` is (RFC 9728, section 3.1). */
 export function resourceMetadataUrl(base: string): string {
