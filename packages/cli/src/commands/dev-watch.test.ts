@@ -3,12 +3,13 @@
 // file outside the bundle does not, a broken save is reported and the loop goes on, the
 // namespace's log lines stream once each, and Ctrl-C (the signal) ends it with exit 130.
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { manifest, type Harness } from '../../../platform/test/harness.ts'
 import { backend } from '../../../platform/test/test-db.ts'
-import { capture, printed, startOwnerCli, type OwnerCli } from '../../test/cli-harness.ts'
+import { BIN, capture, printed, startOwnerCli, type OwnerCli } from '../../test/cli-harness.ts'
 import { main } from '../main.ts'
 import { isBundlePath } from './dev.ts'
 
@@ -151,5 +152,19 @@ describe(`service dev and logs --follow (${backend})`, () => {
 
     const refused = capture(env)
     assert.equal(await main(['logs', '--app', 'devloop', '--follow', '--to', '2026-11-21T12:00:00Z'], refused.io), 2)
+  })
+
+  test('the real command stops on Ctrl-C (SIGINT) with exit 130', async () => {
+    const child = spawn(process.execPath, [BIN, 'logs', '--app', 'devloop', '--dev', 'alice', '--follow'], {
+      env: { ...process.env, ...env, SERVICE_CREDENTIALS_FILE: join(dir, 'none.json') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stderr = ''
+    child.stderr.on('data', (chunk) => (stderr += chunk))
+    const closed = new Promise<number | null>((resolve) => child.on('close', resolve))
+    for (let i = 0; i < 600 && !stderr.includes('Ctrl-C to stop'); i++) await settle(50)
+    assert.match(stderr, /following devloop \(development namespace alice\); Ctrl-C to stop/)
+    child.kill('SIGINT')
+    assert.equal(await closed, 130, stderr)
   })
 })
