@@ -85,9 +85,9 @@ describe(`MCP server over Streamable HTTP (${backend})`, () => {
     const call = await raw(p, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_apps', arguments: {} } })
     assert.equal(call.status, 401)
     assert.equal(call.headers.get('www-authenticate'), challenge)
+    // No server-held stream for anyone: a 401 there would start a second OAuth flow in clients that probe it.
     const stream = await fetch(`${p.base}/mcp`, { headers: { accept: 'text/event-stream' } })
-    assert.equal(stream.status, 401)
-    assert.equal(stream.headers.get('www-authenticate'), challenge)
+    assert.equal(stream.status, 405)
     for (const token of ['svc_owner_forged', 'svc_app_forged', 'not-a-token']) {
       const forged = await raw(p, { jsonrpc: '2.0', id: 1, method: 'initialize', params: {} }, { authorization: `Bearer ${token}` })
       assert.equal(forged.status, 401, token)

@@ -2,18 +2,18 @@
  * `{base_url}/mcp`: the MCP server over Streamable HTTP, stateless. Each POST builds a server
  * for its caller, answers the JSON-RPC messages it carries as JSON, and ends; no session id,
  * no server-held stream, so any platform process answers any request (GET and DELETE, the
- * session transport's stream and end, answer 405). A request without credentials may only
+ * session transport's stream and end, answer 405 to everyone). A request without credentials may only
  * initialize and call the onboarding tools; anything else, and any token that is
  * not valid, answers 401 with `WWW-Authenticate: Bearer resource_metadata="…"` naming the
  * protected resource metadata (RFC 9728), where OAuth clients start. (A caller without
  * credentials may initialize and call the onboarding tools by name; listing tools needs one.)
  */
-import { Hono, type Context } from 'hono'
+import { Hono } from 'hono'
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
 import { clientAddress } from '../http/client-address.ts'
 import { BUNDLE_LIMITS } from '../deploy/bundle-files.ts'
 import { createMcpServer } from './server.ts'
-import { resolvePrincipal, type Principal } from './principal.ts'
+import { resolvePrincipal } from './principal.ts'
 import { ANONYMOUS_TOOLS } from './tools.ts'
 import type { McpDeps } from './tool.ts'
 
@@ -62,14 +62,10 @@ function anonymousMayAsk(body: unknown): boolean {
 export function mcpRoutes(deps: McpDeps & { trustProxy: boolean }) {
   const routes = new Hono()
 
-  async function principalOf(c: Context): Promise<Principal | null> {
-    return resolvePrincipal(deps, c.req.header('authorization'))
-  }
-
   routes.post('/', async (c) => {
     const declared = Number(c.req.header('content-length') ?? '0')
     if (declared > MAX_MCP_BODY_BYTES) return jsonRpcError(413, -32600, `the request body may be at most ${MAX_MCP_BODY_BYTES} bytes`)
-    const principal = await principalOf(c)
+    const principal = await resolvePrincipal(deps, c.req.header('authorization'))
     if (principal === null) return unauthorized(deps.urls.base, true)
     const text = await c.req.text()
     if (Buffer.byteLength(text) > MAX_MCP_BODY_BYTES) return jsonRpcError(413, -32600, `the request body may be at most ${MAX_MCP_BODY_BYTES} bytes`)
@@ -91,11 +87,9 @@ export function mcpRoutes(deps: McpDeps & { trustProxy: boolean }) {
     }
   })
 
-  const noStream = async (c: Context) => {
-    const principal = await principalOf(c)
-    if (principal === null || principal.kind === 'anonymous') return unauthorized(deps.urls.base, principal === null)
-    return jsonRpcError(405, -32000, 'this MCP server is stateless: send requests with POST', { allow: 'POST' })
-  }
+  // No stream to open or session to end, for anyone: a 401 here would start a second OAuth
+  // flow in clients that probe the stream while their first one runs (decisions.md).
+  const noStream = () => jsonRpcError(405, -32000, 'this MCP server is stateless: send requests with POST', { allow: 'POST' })
   routes.get('/', noStream)
   routes.delete('/', noStream)
   return routes
