@@ -196,6 +196,19 @@ describe(`MCP server over Streamable HTTP (${backend})`, () => {
     await client.close()
   })
 
+  test('start_onboarding shares the onboarding endpoint\'s limit of 30 starts per client address in 15 minutes', async () => {
+    p.h.clock.advance(16 * 60 * 1000) // a fresh window for this address
+    const overHttp = (i: number) => fetch(`${p.base}/v1/onboarding`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: `http-${i}@limits.test`, projectName: 'Limits' }),
+    })
+    for (let i = 0; i < 20; i++) assert.equal((await overHttp(i)).status, 201)
+    const agent = await mcpClient(p)
+    for (let i = 0; i < 10; i++) await ok(agent, 'start_onboarding', { email: `mcp-${i}@limits.test`, projectName: 'Limits' })
+    assert.equal((await failure(agent, 'start_onboarding', { email: 'one-more@limits.test', projectName: 'Limits' })).code, 'RATE_LIMITED')
+    assert.equal((await overHttp(99)).status, 429, 'and the endpoint counts the tool\'s starts')
+    await agent.close()
+  })
+
   describe('every tool has exactly the authority of its owner API route', () => {
     let owner: { token: string; userId: string }
     let member: { token: string; userId: string }
