@@ -131,6 +131,13 @@ export interface AiSettings {
   readonly textModel: string | null
   /** AI_IMAGE_MODEL: generateImage. */
   readonly imageModel: string | null
+  /**
+   * AI_TEXT_MODELS: further text models an app may choose in its manifest (`ai.textModel`),
+   * comma-separated; AI_TEXT_MODEL is always allowed. Absent: none.
+   */
+  readonly textModels?: readonly string[]
+  /** AI_IMAGE_MODELS: likewise for `ai.imageModel` beside AI_IMAGE_MODEL. */
+  readonly imageModels?: readonly string[]
   /** AI_TIMEOUT_MS: longest wait for the provider's answer (for streams, for each next piece). */
   readonly timeoutMs: number
 }
@@ -341,6 +348,23 @@ function aiSettings(env: Record<string, string | undefined>): AiSettings {
     apiKey: env.AI_API_KEY || null,
     textModel: env.AI_TEXT_MODEL || null,
     imageModel: env.AI_IMAGE_MODEL || null,
+    textModels: modelList('AI_TEXT_MODELS', env.AI_TEXT_MODELS),
+    imageModels: modelList('AI_IMAGE_MODELS', env.AI_IMAGE_MODELS),
     timeoutMs: positive('AI_TIMEOUT_MS', env.AI_TIMEOUT_MS, 120_000),
   })
+}
+
+/** A provider's model name as the manifest's `ai` section accepts it (manifest/names.ts AI_MODEL). */
+const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$/
+
+/** A comma-separated list of model names (spaces around commas allowed), frozen; [] when unset. */
+function modelList(name: string, value: string | undefined): readonly string[] {
+  if (value === undefined || value.trim() === '') return Object.freeze([])
+  const models = value.split(',').map((model) => model.trim())
+  for (const model of models) {
+    if (!MODEL_NAME.test(model)) {
+      throw new ConfigError(`${name} is a comma-separated list of model names (letters, digits and . _ : / @ + -, at most 200 each); "${model.slice(0, 64)}" is not one`)
+    }
+  }
+  return Object.freeze([...new Set(models)])
 }

@@ -42,7 +42,7 @@ import { createProviderInvoker } from './integrations/provider-invoker.ts'
 import { createDataApi, createSchemaCache } from './data-api/index.ts'
 import { createNamespaceSql, type NamespaceSql } from './namespaces/namespace-sql.ts'
 import { FILE_INLINE_BYTES, FILE_PIECE_BYTES, callFunction, callRoute, createFunctionHost, type FunctionHost } from './functions/index.ts'
-import { createAi } from './ai/index.ts'
+import { createAi, createReleaseModels } from './ai/index.ts'
 import { createFileStorage, createFiles, createFilesContext, filesRoutes, readManagedFile, type FileStorage, type FilesDeps, type ManagedFiles } from './files/index.ts'
 import { createPush, type Push, type PushOptions } from './push/index.ts'
 import { join } from 'node:path'
@@ -86,7 +86,7 @@ export interface PlatformDeps {
   /** Managed files: another storage adapter (tests on S3), smaller limits, a shorter sweep age. */
   files?: { storage?: FileStorage; options?: Pick<FilesDeps, 'maxFileBytes' | 'sweepAgeMs' | 'sweepIntervalMs'> }
   /** Realtime: other limits (tests: a small send buffer, a fast rate), change feed and ping tuning. */
-  realtime?: { settings?: Partial<RealtimeSettings> } & Partial<Pick<RealtimeDeps, 'feed' | 'pingMs'>>
+  realtime?: { settings?: Partial<RealtimeSettings> } & Partial<Pick<RealtimeDeps, 'feed' | 'pingMs' | 'slowGraceMs'>>
 }
 
 export interface Platform {
@@ -200,7 +200,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     roleFrom,
   }
   owner.route('/', appRoutes({ db, urls, access: appAccess }))
-  owner.route('/', deployRoutes({ db, clock, logger, secrets, onDevDeleted: (appId, devName) => functions.forgetNamespace(appId, devName) }))
+  owner.route('/', deployRoutes({ db, clock, logger, secrets, ai: deps.config.ai ?? NO_AI, onDevDeleted: (appId, devName) => functions.forgetNamespace(appId, devName) }))
   owner.route('/', secretRoutes({ db, store: secrets }))
   owner.route('/', logRoutes({ db }))
   // The host is built below; its routes are mounted here, before /v1/apps is.
@@ -229,7 +229,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   base.route('/', mcpResourceMetadataRoutes({ urls }))
   base.route('/', mcpOAuthRoutes({ db, clock, urls, trustProxy }))
   base.route('/mcp', mcpRoutes({
-    db, clock, logger, urls, mailer, secrets, revealKey, trustProxy,
+    db, clock, logger, urls, mailer, secrets, revealKey, trustProxy, ai: deps.config.ai ?? NO_AI,
     host: () => functions,
     devInvoke: {
       refuseOAuthFunction: (input) => refuseOAuthFunction(db, input),
@@ -274,7 +274,10 @@ export function createPlatform(deps: PlatformDeps): Platform {
     files: createFilesContext(files, { pipe: { inlineBytes: FILE_INLINE_BYTES, pieceBytes: FILE_PIECE_BYTES } }),
     email: { answer: (call) => email.answer(call) },
     notifications: { answer: (call) => push.answer(call) },
-    ai: createAi({ settings: deps.config.ai ?? NO_AI, logger, readFile: (input) => readManagedFile({ db, files }, input) }),
+    ai: createAi({
+      settings: deps.config.ai ?? NO_AI, logger, releaseModels: createReleaseModels(db),
+      readFile: (input) => readManagedFile({ db, files }, input),
+    }),
     ...(deps.config.functionMemoryMb === undefined ? {} : { memoryBudgetMb: deps.config.functionMemoryMb }),
     ...(deps.config.functionHeapMb === undefined ? {} : { maxHeapMb: deps.config.functionHeapMb }),
     ...(deps.config.functionSpareWorkers === undefined ? {} : { spareWorkers: deps.config.functionSpareWorkers }),

@@ -16,6 +16,8 @@ import type { Logger } from '../lib/logger.ts'
 import { ServiceError } from '../lib/errors.ts'
 import { checkAttachments, type ManagedFileBytes } from './attachments.ts'
 import { createAiProvider, providerError, type ImageAnswer } from './provider.ts'
+import { modelFor, type ModelKind } from './models.ts'
+import type { AiDeclaration } from '../manifest/index.ts'
 
 /** Longest prompt and instructions, in characters (a context call carries at most 1 MiB anyway). */
 export const MAX_PROMPT_CHARS = 256 * 1024
@@ -27,6 +29,8 @@ export interface AiDeps<Identity> {
   readonly logger: Logger
   /** Reads a managed file's bytes under the invocation's authority (files/index.ts); absent until wired. */
   readonly readFile?: (input: ReadFileInput<Identity>) => Promise<ManagedFileBytes>
+  /** A release's `ai` section (models.ts createReleaseModels); absent: every call uses the defaults. */
+  readonly releaseModels?: (releaseId: string) => Promise<AiDeclaration | undefined>
 }
 
 /** What reading an attachment's managed file takes (files/index.ts `readManagedFile`'s input). */
@@ -55,6 +59,8 @@ export interface AiContextCall<Identity> {
   readonly signal: AbortSignal
   /** The invocation's own record (the key of its open streams). */
   readonly invocation: object
+  /** The release the invocation runs, whose `ai` section may choose the models. */
+  readonly releaseId?: string
 }
 
 export interface Ai<Identity> {
@@ -75,6 +81,12 @@ export function createAi<Identity>(deps: AiDeps<Identity>): Ai<Identity> {
   const provider = createAiProvider(deps.settings)
   const timeoutMs = deps.settings.timeoutMs
   const streams = new WeakMap<object, Map<string, OpenStream>>()
+
+  /** The model the call's release chose for `kind` (checked against the operator's lists), or null for the default. */
+  async function chosenModel(call: AiContextCall<Identity>, kind: ModelKind): Promise<string | null> {
+    const choice = call.releaseId === undefined || deps.releaseModels === undefined ? undefined : await deps.releaseModels(call.releaseId)
+    return modelFor(deps.settings, { kind, choice })
+  }
 
   /** Runs `work` with a signal that ends with the invocation or after the timeout, mapping failures. */
   async function withTimeout<T>(signal: AbortSignal, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
@@ -160,8 +172,9 @@ export function createAi<Identity>(deps: AiDeps<Identity>): Ai<Identity> {
       switch (call.method) {
         case 'generateText': {
           const request = await textRequest(call, options(call), ['prompt', 'instructions', 'attachments'])
+          const name = await chosenModel(call, 'text')
           return await withTimeout(call.signal, async (signal) => {
-            const result = await generateText({ model: provider.textModel(), ...request, maxRetries: 0, abortSignal: signal })
+            const result = await generateText({ model: provider.textModel(name), ...request, maxRetries: 0, abortSignal: signal })
             return result.text
           })
         }
@@ -172,9 +185,10 @@ export function createAi<Identity>(deps: AiDeps<Identity>): Ai<Identity> {
             throw inputInvalid('ctx.ai.generateObject needs schema: a schema from @service/server')
           }
           const request = await textRequest(call, given, ['prompt', 'schema', 'attachments'])
+          const name = await chosenModel(call, 'text')
           return await withTimeout(call.signal, async (signal) => {
             const result = await generateText({
-              model: provider.textModel(), ...request, maxRetries: 0, abortSignal: signal,
+              model: provider.textModel(name), ...request, maxRetries: 0, abortSignal: signal,
               output: Output.object({ schema: jsonSchema(schema as Parameters<typeof jsonSchema>[0]) }),
               // OpenAI's strict mode needs every property required; optional() fields turn it off.
               providerOptions: { openaiCompatible: { strictJsonSchema: fitsStrictMode(schema) } },
@@ -189,8 +203,9 @@ export function createAi<Identity>(deps: AiDeps<Identity>): Ai<Identity> {
           }
           const prompt = text(given.prompt, 'prompt', true)!
           const answer: ImageAnswer = { revisedPrompt: null }
+          const name = await chosenModel(call, 'image')
           const image = await withTimeout(call.signal, async (signal) => {
-            const result = await generateImage({ model: provider.imageModel(answer), prompt, n: 1, maxRetries: 0, abortSignal: signal })
+            const result = await generateImage({ model: provider.imageModel(answer, name), prompt, n: 1, maxRetries: 0, abortSignal: signal })
             return result.image.uint8Array
           })
           const type = await fileTypeFromBuffer(image)
@@ -205,7 +220,7 @@ export function createAi<Identity>(deps: AiDeps<Identity>): Ai<Identity> {
           if (open.size >= MAX_OPEN_STREAMS) {
             throw inputInvalid(`An invocation may hold at most ${MAX_OPEN_STREAMS} AI streams open; read one to its end or cancel it first`)
           }
-          const model = provider.textModel()
+          const model = provider.textModel(await chosenModel(call, 'text'))
           const abort = new AbortController()
           if (call.signal.aborted) abort.abort()
           else call.signal.addEventListener('abort', () => abort.abort(), { once: true })

@@ -5,3 +5,4 @@
  */
 export { createAi, MAX_PROMPT_CHARS, type Ai, type AiContextCall, type AiDeps, type ReadFileInput } from './ai.ts'
 export { ATTACHMENT_LIMITS, type ManagedFileBytes } from './attachments.ts'
+export { checkAiDeclaration, createReleaseModels } from './models.ts'

@@ -21,10 +21,10 @@ export interface ImageAnswer {
 }
 
 export interface AiProvider {
-  /** The text model, or AI_NOT_CONFIGURED naming the missing setting. */
-  textModel(): LanguageModel
-  /** An image model whose answers' `revised_prompt` lands in `answer`. */
-  imageModel(answer: ImageAnswer): ImageModel
+  /** The text model `name` (null: AI_TEXT_MODEL), or AI_NOT_CONFIGURED naming the missing setting. */
+  textModel(name: string | null): LanguageModel
+  /** The image model `name` (null: AI_IMAGE_MODEL), whose answers' `revised_prompt` lands in `answer`. */
+  imageModel(answer: ImageAnswer, name: string | null): ImageModel
   /** Removes the API key from a text. */
   redact(text: string): string
 }
@@ -43,10 +43,10 @@ export function createAiProvider(settings: AiSettings): AiProvider {
     })
   }
   return {
-    textModel: () => provider().chatModel(required(settings, 'textModel')),
-    imageModel(answer) {
+    textModel: (name) => provider().chatModel(name ?? required(settings, 'textModel')),
+    imageModel(answer, name) {
       required(settings, 'baseUrl')
-      const model = required(settings, 'imageModel')
+      const model = name ?? required(settings, 'imageModel')
       // The AI SDK's image answer schema drops `revised_prompt`; read it from a copy of the answer.
       const capture: typeof fetch = async (input, init) => {
         const response = await fetch(input, init)

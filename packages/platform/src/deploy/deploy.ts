@@ -20,6 +20,8 @@ import { readBundle, type Bundle, type Migration } from './bundle.ts'
 import { createNamespace, findNamespace, runAsRole, type Namespace } from '../namespaces/namespaces.ts'
 import { MAX_DEV_NAMESPACES } from '../namespaces/dev-names.ts'
 import { checkSearchDeclarations } from '../search/declarations.ts'
+import { checkAiDeclaration } from '../ai/index.ts'
+import type { AiSettings } from '../config.ts'
 
 export interface Release {
   id: string
@@ -153,6 +155,8 @@ export interface DeployDeps {
   secrets?: SecretStore
   /** Gets one line per deploy (succeeded or failed) and per app migration applied. */
   logger?: Logger
+  /** The platform's AI models: a manifest's `ai` section naming one it does not offer is refused. */
+  ai?: AiSettings
 }
 
 /** A bundle's manifest warnings plus the required secrets the target namespace has no value for. */
@@ -179,6 +183,7 @@ export async function deployWarnings(
  */
 export async function validateDeploy(deps: DeployDeps, input: { app: App; devName: string; body: unknown }) {
   const { bundle, manifest, warnings } = await checkBundle(deps.db, input.app, input.body)
+  if (deps.ai !== undefined) checkAiDeclaration(deps.ai, manifest.ai)
   const all = await deployWarnings(deps, { app: input.app, devName: input.devName, manifest, manifestText: bundle.manifestText, warnings })
   return { valid: true as const, files: bundle.files.length, sdkVersion: manifest.runtime.sdk.version, warnings: all }
 }
@@ -231,6 +236,7 @@ async function activateBundle(
   const environment = devName === '' ? 'production' : 'development'
   const checked = await checkBundle(deps.db, input.app, input.body)
   const { bundle, manifest } = checked
+  if (deps.ai !== undefined) checkAiDeclaration(deps.ai, manifest.ai)
   const warnings = await deployWarnings(deps, { app: input.app, devName, manifest, manifestText: bundle.manifestText, warnings: checked.warnings })
   const result = await deps.db.transaction(async (tx) => {
     // One deploy per app at a time; others wait here.

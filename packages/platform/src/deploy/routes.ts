@@ -1,6 +1,7 @@
 /** Owner API for deploys, releases and development namespaces, mounted under /v1/apps/:appId: the owner and Edit holders. */
 import { Hono, type Context } from 'hono'
 import type { Db } from '../db/db.ts'
+import type { AiSettings } from '../config.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { Logger } from '../lib/logger.ts'
 import { appForRole, type OwnerEnv } from '../identity/index.ts'
@@ -15,7 +16,7 @@ import { appDevNamespaces, appReleases } from './app-releases.ts'
 /** Base64 grows a bundle by a third; leave room for the JSON around it. */
 const MAX_DEPLOY_BODY = Math.ceil(BUNDLE_LIMITS.maxTotalBytes * 1.4)
 
-export function deployRoutes(deps: { db: Db; clock: Clock; logger?: Logger; secrets?: SecretStore; onDevDeleted?: (appId: string, devName: string) => void }) {
+export function deployRoutes(deps: { db: Db; clock: Clock; logger?: Logger; secrets?: SecretStore; ai?: AiSettings; onDevDeleted?: (appId: string, devName: string) => void }) {
   const routes = new Hono<OwnerEnv>()
   // Production at /:appId/deployments; a development namespace (own schema, roles,
   // releases, secrets and logs) at /:appId/dev/:devName/deployments.

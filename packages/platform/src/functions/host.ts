@@ -522,7 +522,7 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
         if (deps.ai === undefined) throw notImplemented('ctx.ai')
         return await deps.ai.answer({
           appId: meta.appId, devName: meta.devName, identity: meta.identity, user: meta.user, job: meta.job,
-          method: call.method, args: call.args, signal: call.signal, invocation: meta,
+          method: call.method, args: call.args, signal: call.signal, invocation: meta, releaseId: meta.releaseId,
         })
       case 'email':
         if (deps.email === undefined) throw notImplemented('ctx.email')

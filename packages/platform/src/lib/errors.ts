@@ -131,6 +131,7 @@ export const ERROR_CODES = {
   // AI helpers (spec 2.10 ai, 4.3, 8; our codes, docs/api.md): configuration, input, attachment
   // limits (each violation its own code), the provider's answers (429, 5xx and timeouts retryable).
   AI_NOT_CONFIGURED: 501,
+  AI_MODEL_NOT_ALLOWED: 403,
   AI_INPUT_INVALID: 400,
   AI_ATTACHMENT_INVALID: 400,
   AI_ATTACHMENT_URL_NOT_ACCEPTED: 400,

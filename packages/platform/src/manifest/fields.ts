@@ -6,7 +6,7 @@
 
 /** Mappings with fixed keys: an unknown key is MANIFEST_UNKNOWN_FIELD. */
 export const MANIFEST_FIELDS = {
-  '': ['schemaVersion', 'app', 'runtime', 'functions', 'queues', 'cron', 'secrets', 'data', 'integrations', 'provides', 'email'],
+  '': ['schemaVersion', 'app', 'runtime', 'functions', 'queues', 'cron', 'secrets', 'data', 'integrations', 'provides', 'email', 'ai'],
   app: ['id', 'name', 'visibility'],
   runtime: ['sdk'],
   'runtime.sdk': ['version'],
@@ -21,6 +21,7 @@ export const MANIFEST_FIELDS = {
   'integrations.<slot>': ['provider', 'integration', 'account', 'cardinality', 'capabilities', 'events'],
   'integrations.<slot>.events': ['function', 'types'],
   email: ['aliases', 'inbound'],
+  ai: ['textModel', 'imageModel'],
   'email.inbound': ['function'],
   provides: ['integration'],
   'provides.integration': [

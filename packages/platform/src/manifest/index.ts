@@ -11,6 +11,7 @@ export type {
   AppDeclaration,
   AppVisibility,
   CronDeclaration,
+  AiDeclaration,
   EmailDeclaration,
   FunctionAccess,
   FunctionDeclaration,

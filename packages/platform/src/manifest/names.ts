@@ -69,3 +69,10 @@ export const EMAIL_ALIAS = {
   format: 'an email alias is lowercase letters and digits, words joined by single ".", "_" or "-" (such as "support" or "no-reply")',
   maxLength: 64,
 } as const satisfies StringRule
+
+/** A provider's model name, as `ai.textModel` and `ai.imageModel` name it (config.ts checks AI_*_MODELS alike). */
+export const AI_MODEL = {
+  pattern: /^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$/,
+  format: 'a model name is letters, digits and . _ : / @ + - (such as "gpt-4o-mini" or "llama3.1:8b")',
+  maxLength: 200,
+} as const satisfies StringRule

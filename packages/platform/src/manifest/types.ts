@@ -72,6 +72,15 @@ export interface Manifest {
   readonly provides?: { readonly integration: IntegrationContract }
   /** Absent: the app sends and receives no email. */
   readonly email?: EmailDeclaration
+  /** Absent: `ctx.ai` uses the operator's default models. */
+  readonly ai?: AiDeclaration
+}
+
+export interface AiDeclaration {
+  /** generateText, streamText and generateObject use it; one of the platform's allowed text models. */
+  readonly textModel?: string
+  /** generateImage uses it; one of the platform's allowed image models. */
+  readonly imageModel?: string
 }
 
 export interface EmailDeclaration {

@@ -7,6 +7,7 @@
 import { isMap, isScalar, type Node } from 'yaml'
 import { readCron } from './cron.ts'
 import { readEmail } from './email.ts'
+import { readAi } from './ai.ts'
 import { readFunctions } from './functions.ts'
 import { APP_SLUG, SECRET_NAME } from './names.ts'
 import { parseManifestYaml } from './parse.ts'
@@ -94,10 +95,11 @@ function readManifest(
   const integrations = readIntegrationSlots(context, fields)
   const provides = readProvides(context, fields)
   const email = readEmail(context, fields)
+  const ai = readAi(context, fields)
   if (
     schemaVersion.integer !== SCHEMA_VERSION || app === undefined || sdkVersion.supported === undefined ||
     secrets.value === undefined || functions === undefined || queues === undefined || cron === undefined ||
-    data === undefined || integrations === undefined || provides === 'invalid' || email === 'invalid'
+    data === undefined || integrations === undefined || provides === 'invalid' || email === 'invalid' || ai === 'invalid'
   ) {
     return undefined
   }
@@ -113,6 +115,7 @@ function readManifest(
     integrations,
     ...(provides === undefined ? {} : { provides }),
     ...(email === undefined ? {} : { email }),
+    ...(ai === undefined ? {} : { ai }),
   }
 }
 

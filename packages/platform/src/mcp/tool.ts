@@ -4,6 +4,7 @@
  * app-scoped principal reaches only that app (TOKEN_SCOPE_MISMATCH otherwise).
  */
 import type { z } from 'zod'
+import type { AiSettings } from '../config.ts'
 import type { Db } from '../db/db.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { Logger } from '../lib/logger.ts'
@@ -34,6 +35,8 @@ export interface McpDeps {
   revealKey: Uint8Array
   /** Called after a development namespace is deleted (the host forgets its workers). */
   onDevDeleted?: (appId: string, devName: string) => void
+  /** The platform's AI models, which a deployed manifest's `ai` section must name (deploy/). */
+  ai?: AiSettings
 }
 
 /** One call's context: the deps, the caller and the caller's network address (for rate limits). */
