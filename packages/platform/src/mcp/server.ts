@@ -19,15 +19,22 @@ const INSTRUCTIONS = 'Build and ship apps on this platform: create_app, validate
   'functions/, public/, database/migrations/), then invoke_dev_function and read_logs in a development session. Without an ' +
   'account, start_onboarding a person by email. Errors carry the platform\'s code in {"error": {"code", "message"}}.'
 
+/** Listings made so far: a tool's JSON Schema is derived once, on its first tools/list. */
+const listings = new WeakMap<ToolDefinition, Tool>()
+
 /** A tool's listing: name, description, JSON Schema of its input, hints. */
 function listing(tool: ToolDefinition): Tool {
+  const known = listings.get(tool)
+  if (known !== undefined) return known
   const { $schema: _ignored, ...schema } = z.toJSONSchema(tool.input, { io: 'input' }) as Record<string, unknown>
-  return {
+  const made: Tool = {
     name: tool.name,
     description: tool.description,
     inputSchema: schema as Tool['inputSchema'],
     annotations: { readOnlyHint: tool.readOnly, destructiveHint: false, openWorldHint: false },
   }
+  listings.set(tool, made)
+  return made
 }
 
 function success(value: Record<string, unknown>): CallToolResult {

@@ -33,8 +33,6 @@ export interface McpDeps {
   devInvoke?: DevInvokeIntegrations
   /** Seals new app access tokens for their one-time reveal link. */
   revealKey: Uint8Array
-  /** Called after a development namespace is deleted (the host forgets its workers). */
-  onDevDeleted?: (appId: string, devName: string) => void
   /** The platform's AI models, which a deployed manifest's `ai` section must name (deploy/). */
   ai?: AiSettings
 }
