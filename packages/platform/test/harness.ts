@@ -31,7 +31,7 @@ export interface Harness {
   close(): Promise<void>
 }
 
-export async function startHarness(existing?: TestDb, overrides: Partial<Pick<PlatformDeps, 'mailer' | 'sessions' | 'logger' | 'files' | 'push' | 'email'>> & { registration?: boolean; baseUrl?: string; ai?: AiSettings } = {}): Promise<Harness> {
+export async function startHarness(existing?: TestDb, overrides: Partial<Pick<PlatformDeps, 'mailer' | 'sessions' | 'logger' | 'files' | 'push' | 'email' | 'realtime'>> & { registration?: boolean; baseUrl?: string; ai?: AiSettings } = {}): Promise<Harness> {
   const t = existing ?? (await createTestDb())
   const clock = new ManualClock('2026-11-21T12:00:00Z')
   const operatorKey = newSecret('svc_operator_')
@@ -46,6 +46,7 @@ export async function startHarness(existing?: TestDb, overrides: Partial<Pick<Pl
     ...(overrides.files ? { files: overrides.files } : {}),
     ...(overrides.push ? { push: overrides.push } : {}),
     ...(overrides.email ? { email: overrides.email } : {}),
+    ...(overrides.realtime ? { realtime: overrides.realtime } : {}),
     db: t.db,
     clock,
     logger: overrides.logger ?? silentLogger,

@@ -156,6 +156,9 @@ export function createChangeFeed(deps: { db: Db; sql: NamespaceSql; logger: Logg
       await deliverBatch(changes, null)
       cursor = changes[changes.length - 1]!.position
       if (changes.length < batchSize) return
+      // A turn of the event loop between batches: sockets drain, and one that did not is
+      // found too slow by its next send (connection.ts), whatever the storage's awaits do.
+      await new Promise((resolve) => setImmediate(resolve))
     }
   }
 

@@ -72,6 +72,8 @@ export interface RealtimeDeps {
   feed?: Partial<ChangeFeedOptions>
   /** Keep-alive ping interval of the sockets. Default 30 s. */
   pingMs?: number
+  /** How long a socket's send buffer may stay over REALTIME_MAX_BUFFERED_KB before it is closed. Default 2 s. */
+  slowGraceMs?: number
 }
 
 export interface Realtime {
@@ -357,7 +359,7 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
     return (socket: Parameters<typeof createConnection>[0]['socket']): SocketEvents => {
       const connection = createConnection({
         socket, admission, credential,
-        limits: { maxBufferedBytes: settings.maxBufferedBytes, messagesPerSecond: settings.messagesPerSecond, maxChannels: MAX_CHANNELS },
+        limits: { maxBufferedBytes: settings.maxBufferedBytes, slowGraceMs: deps.slowGraceMs ?? 2000, messagesPerSecond: settings.messagesPerSecond, maxChannels: MAX_CHANNELS },
       })
       connections.add(connection)
       authority.watch(connection)
@@ -376,8 +378,8 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
           if (taken === 'closed') return connection.close(CLOSE.rateLimited, 'far over the message rate limit')
           if (taken === 'refused') {
             // One error a second at most: the refusals themselves must not flood the client.
-            const now = Date.now()
-            if (now - refusedAt >= 1000) {
+            const now = deps.clock.now().getTime()
+            if (now - refusedAt >= 1000 || now < refusedAt) {
               refusedAt = now
               connection.send({ type: 'error', code: 'RATE_LIMITED', message: `at most ${settings.messagesPerSecond} messages a second; this one was dropped` })
             }
