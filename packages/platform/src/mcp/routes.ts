@@ -108,7 +108,6 @@ export function mcpResourceMetadataRoutes(deps: { urls: { base: string } }) {
     authorization_servers: [deps.urls.base],
     bearer_methods_supported: ['header'],
     resource_name: 'Service platform MCP server',
-    resource_documentation: `${deps.urls.base}/docs/api.md#mcp`,
   }
   const cors = { 'access-control-allow-origin': '*' }
   for (const path of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp']) {

@@ -36,7 +36,6 @@ export function authorizationServerMetadata(urls: HostUrls) {
     revocation_endpoint_auth_methods_supported: ['none'],
     scopes_supported: [FULL_SCOPE],
     authorization_response_iss_parameter_supported: true,
-    service_documentation: `${urls.base}/docs/api.md#mcp`,
   }
 }
 
