@@ -11,16 +11,19 @@
  * killed (SIGKILL in the crash tests) or sent SIGTERM. SERVICE_TEST_CLOCK_OFFSET_MS, when set,
  * shifts its clock from real time (the processes of one test share one offset, as a
  * deployment's processes share one clock), so a test reaches a schedule's occurrence in
- * seconds.
+ * seconds. The realtime worker serves the platform over HTTP (WebSocket upgrades included) on
+ * 127.0.0.1:SERVICE_TEST_HTTP_PORT and runs realtime, for the tests of sockets on two processes.
  */
+import type { Server } from 'node:http'
+import { serve } from '@hono/node-server'
 import { openPostgres } from '../src/db/postgres.ts'
 import { systemClock, type Clock } from '../src/lib/clock.ts'
 import { createLogger } from '../src/lib/logger.ts'
 import { createPlatform } from '../src/platform.ts'
 
 const [url, bundlesDir, worker, capacityText] = process.argv.slice(2)
-if (!url || !bundlesDir || (worker !== 'jobs' && worker !== 'events' && worker !== 'sync' && worker !== 'push' && worker !== 'email')) {
-  throw new Error('usage: platform-process.ts <database url> <bundles dir> <jobs|events|sync|push|email> <capacity>')
+if (!url || !bundlesDir || (worker !== 'jobs' && worker !== 'events' && worker !== 'sync' && worker !== 'push' && worker !== 'email' && worker !== 'realtime')) {
+  throw new Error('usage: platform-process.ts <database url> <bundles dir> <jobs|events|sync|push|email|realtime> <capacity>')
 }
 const masterKeyHex = process.env.SERVICE_TEST_MASTER_KEY ?? ''
 if (!/^[0-9a-f]{64}$/.test(masterKeyHex)) throw new Error('SERVICE_TEST_MASTER_KEY: the test platform\'s master key, 64 hex digits')
@@ -53,7 +56,12 @@ if (worker === 'jobs') await platform.jobs.start()
 else if (worker === 'events') await platform.events.start()
 else if (worker === 'push') await platform.push.worker.start()
 else if (worker === 'email') await platform.email.start()
-else platform.sync.start()
+else if (worker === 'realtime') {
+  const server = serve({ fetch: platform.fetch, port: Number(process.env.SERVICE_TEST_HTTP_PORT), hostname: '127.0.0.1' }) as Server
+  server.on('upgrade', platform.realtime.upgrade)
+  await new Promise<void>((resolve) => (server.listening ? resolve() : server.once('listening', () => resolve())))
+  await platform.realtime.start()
+} else platform.sync.start()
 process.stdout.write('ready\n')
 process.on('SIGTERM', () => {
   void platform.close().then(() => db.close()).then(() => process.exit(0))

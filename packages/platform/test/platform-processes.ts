@@ -20,8 +20,11 @@ export interface PlatformProcess {
 }
 
 export interface PlatformProcesses {
-  /** Starts a process running `worker` with `capacity` attempts at once; resolves once it is ready. */
-  start(worker: 'jobs' | 'events' | 'sync' | 'push' | 'email', capacity: number): Promise<PlatformProcess>
+  /**
+   * Starts a process running `worker` with `capacity` attempts at once; resolves once it is
+   * ready. `realtime` serves HTTP on `options.httpPort`.
+   */
+  start(worker: 'jobs' | 'events' | 'sync' | 'push' | 'email' | 'realtime', capacity: number, options?: { httpPort?: number }): Promise<PlatformProcess>
   /** Kills what still runs and removes the processes' bundles. */
   close(): Promise<void>
 }
@@ -43,7 +46,7 @@ export async function platformProcesses(h: Harness, options: { clockOffsetMs?: n
   const bundlesDir = mkdtempSync(join(tmpdir(), 'service-processes-'))
   const children: PlatformProcess[] = []
   return {
-    async start(worker, capacity) {
+    async start(worker, capacity, startOptions = {}) {
       const child = spawn(process.execPath, ['--import', 'tsx', SCRIPT, url, bundlesDir, worker, String(capacity)], {
         cwd: REPO,
         stdio: ['ignore', 'pipe', 'inherit'],
@@ -53,6 +56,8 @@ export async function platformProcesses(h: Harness, options: { clockOffsetMs?: n
           SERVICE_TEST_CLOCK_OFFSET_MS: String(Math.round(options.clockOffsetMs ?? 0)),
           // The email worker's SMTP server (a test server on loopback); unset: the development mailbox.
           SERVICE_TEST_SMTP_URL: options.smtpUrl ?? '',
+          // The realtime worker's HTTP port.
+          SERVICE_TEST_HTTP_PORT: String(startOptions.httpPort ?? ''),
         },
       })
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))

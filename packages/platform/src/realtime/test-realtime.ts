@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict'
 import type { Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { createServer, type AddressInfo } from 'node:net'
 import { serve } from '@hono/node-server'
 import WebSocket from 'ws'
 import type { Harness } from '../../test/harness.ts'
@@ -30,6 +30,15 @@ export async function serveRealtime(h: Harness): Promise<Served> {
       server.closeAllConnections()
     }),
   }
+}
+
+/** A loopback port that was free a moment ago (for a child platform process to serve on). */
+export async function freePort(): Promise<number> {
+  const probe = createServer()
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
+  const { port } = probe.address() as AddressInfo
+  await new Promise<void>((resolve) => probe.close(() => resolve()))
+  return port
 }
 
 /** The `Cookie` header the browser would send to the app origin. */
