@@ -2,7 +2,7 @@
 // HttpOnly session cookie authenticates every call, so no token material ever reaches page
 // scripts. `auth.currentUser()`, `auth.signInUrl()`, `auth.signOut()`, `functions.call()`,
 // `functions.stream()`, `files.upload()`, `files.download()`, `files.info()`, `data.search()`,
-// `notifications.subscribe()`, `notifications.unsubscribe()`, `ServiceError`.
+// `notifications.subscribe()`, `notifications.unsubscribe()`, `realtime.channel()`, `ServiceError`.
 (function () {
   'use strict'
 
@@ -393,8 +393,374 @@
     },
   })
 
+  const REALTIME_PATH = '/_service/realtime'
+  /** Closes after which the socket is not opened again: the session ended, access withdrawn, the app gone. */
+  const FINAL_CLOSES = { 4401: 'AUTH_REQUIRED', 4403: 'ACCESS_DENIED', 4404: 'APP_NOT_FOUND' }
+  const CHANGE_EVENTS = ['insert', 'update', 'delete']
+  const REALTIME_EVENTS = CHANGE_EVENTS.concat(['broadcast', 'presence', 'gap', 'status'])
+  /** Reconnect delays: doubling from 500 ms to 30 s, each with up to half again at random. */
+  const BACKOFF_FIRST_MS = 500
+  const BACKOFF_MAX_MS = 30000
+  const HEARTBEAT_MS = 25000
+  const HEARTBEAT_TIMEOUT_MS = 10000
+  const JOIN_TIMEOUT_MS = 15000
+
+  /**
+   * The page's one realtime socket, shared by its channels: opened by the first subscribe,
+   * closed by the last unsubscribe, opened again with backoff after a drop. On each
+   * (re)connection every channel joins again, resuming its row changes from the last position
+   * it saw, so a short drop loses nothing (or the channel is told of a gap).
+   */
+  const hub = {
+    socket: null,
+    open: false,
+    channels: new Map(),
+    pending: new Map(),
+    nextRef: 1,
+    attempt: 0,
+    retryTimer: null,
+    heartbeat: null,
+    heartbeatRef: null,
+    final: null,
+  }
+
+  function realtimeUrl() {
+    return (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + REALTIME_PATH
+  }
+
+  function hubRequest(frame) {
+    const ref = String(hub.nextRef++)
+    frame.ref = ref
+    return new Promise(function (resolve, reject) {
+      if (!hub.open) {
+        reject(new ServiceError('REALTIME_DISCONNECTED', 'the realtime socket is not connected; try again once the channel is subscribed'))
+        return
+      }
+      hub.pending.set(ref, { resolve: resolve, reject: reject })
+      hub.socket.send(JSON.stringify(frame))
+    })
+  }
+
+  function hubConnect() {
+    if (hub.socket || hub.retryTimer) return
+    hub.final = null
+    let socket
+    try {
+      socket = new WebSocket(realtimeUrl())
+    } catch (error) {
+      hubDropped(1006)
+      return
+    }
+    hub.socket = socket
+    socket.onopen = function () {
+      hub.open = true
+      hub.attempt = 0
+      startHeartbeat()
+      hub.channels.forEach(function (channel) { channel._join() })
+    }
+    socket.onmessage = function (event) {
+      let frame
+      try { frame = JSON.parse(event.data) } catch (_) { return }
+      hubFrame(frame)
+    }
+    socket.onclose = function (event) {
+      if (hub.socket !== socket) return
+      hubDropped(event.code)
+    }
+  }
+
+  function startHeartbeat() {
+    clearInterval(hub.heartbeat)
+    hub.heartbeat = setInterval(function () {
+      if (!hub.open) return
+      if (hub.heartbeatRef !== null) {
+        // The last ping went unanswered: the connection is gone without a close.
+        const socket = hub.socket
+        hubDropped(1006)
+        try { socket.close(4000, 'no heartbeat') } catch (_) {}
+        return
+      }
+      hub.heartbeatRef = 'hb' + hub.nextRef++
+      hub.socket.send(JSON.stringify({ type: 'ping', ref: hub.heartbeatRef }))
+    }, HEARTBEAT_MS)
+  }
+
+  function hubDropped(code) {
+    const socket = hub.socket
+    if (socket) socket.onopen = socket.onmessage = socket.onclose = null
+    hub.socket = null
+    hub.open = false
+    hub.heartbeatRef = null
+    clearInterval(hub.heartbeat)
+    const error = new ServiceError(FINAL_CLOSES[code] || 'REALTIME_DISCONNECTED', 'the realtime socket closed (' + code + ')', { closeCode: code })
+    hub.pending.forEach(function (waiter) { waiter.reject(error) })
+    hub.pending.clear()
+    if (FINAL_CLOSES[code]) {
+      hub.final = error
+      hub.channels.forEach(function (channel) { channel._closed(error) })
+      hub.channels.clear()
+      return
+    }
+    if (hub.channels.size === 0) return
+    hub.channels.forEach(function (channel) { channel._status('RECONNECTING') })
+    const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * Math.pow(2, hub.attempt))
+    hub.attempt += 1
+    hub.retryTimer = setTimeout(function () {
+      hub.retryTimer = null
+      hubConnect()
+    }, delay + Math.random() * delay / 2)
+  }
+
+  function hubFrame(frame) {
+    if (frame.type === 'pong' && frame.ref === hub.heartbeatRef) {
+      hub.heartbeatRef = null
+      return
+    }
+    const waiter = frame.ref !== undefined ? hub.pending.get(frame.ref) : undefined
+    if (waiter) {
+      hub.pending.delete(frame.ref)
+      if (frame.type === 'error') waiter.reject(new ServiceError(frame.code, frame.message, frame.details))
+      else waiter.resolve(frame)
+      return
+    }
+    const channel = frame.channel !== undefined ? hub.channels.get(frame.channel) : undefined
+    if (channel) channel._frame(frame)
+  }
+
+  function hubLeft(channel) {
+    if (hub.channels.get(channel.name) === channel) hub.channels.delete(channel.name)
+    if (hub.channels.size > 0) return
+    clearTimeout(hub.retryTimer)
+    hub.retryTimer = null
+    const socket = hub.socket
+    hubDropped(1000)
+    if (socket) socket.close(1000, 'no channels left')
+  }
+
+  function copyPresence(state) {
+    const copy = {}
+    Object.keys(state).forEach(function (key) { copy[key] = state[key].map(function (meta) { return { ref: meta.ref, state: meta.state } }) })
+    return copy
+  }
+
+  /**
+   * One channel of the page's realtime socket. Listeners are added with `on` before
+   * `subscribe()`:
+   *   service.realtime.channel('list-4')
+   *     .on('insert', { table: 'items', filter: 'list_id=eq.4' }, (change) => add(change.record))
+   *     .on('delete', { table: 'items' }, (change) => remove(change.key))
+   *     .on('broadcast', { event: 'cursor' }, (message) => moveCursor(message.payload))
+   *     .on('presence', { event: 'sync' }, () => showPeople(channel.presenceState()))
+   *     .subscribe()
+   */
+  function Channel(name, options) {
+    this.name = name
+    this.private = !!(options && options.private)
+    this.broadcastSelf = !!(options && options.broadcast && options.broadcast.self)
+    this.listeners = []
+    this.changes = []
+    this.state = 'idle'
+    this.position = null
+    this.resumeFloor = null
+    this.presence = {}
+    this.tracked = null
+    this.statusCallback = null
+    this.waiter = null
+  }
+
+  Channel.prototype.on = function (type, filter, callback) {
+    if (typeof filter === 'function') {
+      callback = filter
+      filter = {}
+    }
+    filter = filter || {}
+    if (REALTIME_EVENTS.indexOf(type) === -1) {
+      throw new ServiceError('REALTIME_MESSAGE_INVALID', 'on() takes insert, update, delete, broadcast, presence, gap or status', { type: type })
+    }
+    if (typeof callback !== 'function') throw new ServiceError('REALTIME_MESSAGE_INVALID', 'on() needs a callback')
+    const listener = { type: type, filter: filter, callback: callback, id: null }
+    if (CHANGE_EVENTS.indexOf(type) !== -1) {
+      if (this.state !== 'idle') {
+        throw new ServiceError('REALTIME_ALREADY_SUBSCRIBED', 'add row-change listeners before subscribe() (or unsubscribe, add, subscribe again)')
+      }
+      if (typeof filter.table !== 'string') throw new ServiceError('REALTIME_MESSAGE_INVALID', 'a row-change listener names its table: on(\'insert\', { table }, callback)')
+      listener.id = String(this.changes.length)
+      this.changes.push({ id: listener.id, event: type, table: filter.table, filter: filter.filter })
+    }
+    this.listeners.push(listener)
+    return this
+  }
+
+  Channel.prototype._emit = function (type, value, test) {
+    this.listeners.forEach(function (listener) {
+      if (listener.type !== type || (test && !test(listener))) return
+      try { listener.callback(value) } catch (error) { setTimeout(function () { throw error }) }
+    })
+  }
+
+  Channel.prototype._status = function (status, error) {
+    if (this.state === 'closed') return
+    this._emit('status', { status: status, error: error })
+    if (this.statusCallback) this.statusCallback(status, error)
+  }
+
+  Channel.prototype._join = function () {
+    const channel = this
+    const resume = channel.position
+    const frame = {
+      type: 'join', channel: channel.name,
+      config: { private: channel.private, broadcast: { self: channel.broadcastSelf }, changes: channel.changes },
+    }
+    if (resume !== null && channel.changes.length > 0) frame.resume = resume
+    hubRequest(frame).then(function (joined) {
+      if (channel.state === 'closed') return
+      const first = channel.position === null
+      channel.resumeFloor = resume
+      if (channel.position === null || joined.position > channel.position) {
+        if (resume === null || joined.gap) channel.position = joined.position
+      }
+      if (joined.gap) channel._emit('gap', { position: joined.position })
+      channel.state = 'joined'
+      if (channel.tracked !== null) hubRequest({ type: 'track', channel: channel.name, state: channel.tracked }).catch(function () {})
+      channel._status('SUBSCRIBED')
+      if (first && channel.waiter) channel.waiter.resolve(channel)
+      channel.waiter = null
+    }, function (error) {
+      if (channel.state === 'closed' || error.code === 'REALTIME_DISCONNECTED') return
+      channel._closed(error)
+    })
+  }
+
+  Channel.prototype._closed = function (error) {
+    if (this.state === 'closed') return
+    this._status(error ? 'CHANNEL_ERROR' : 'CLOSED', error)
+    this.state = 'closed'
+    if (this.waiter) this.waiter.reject(error || new ServiceError('REALTIME_CLOSED', 'the channel was closed'))
+    this.waiter = null
+    hubLeft(this)
+  }
+
+  Channel.prototype._frame = function (frame) {
+    const channel = this
+    switch (frame.type) {
+      case 'change': {
+        if (channel.resumeFloor !== null && frame.position <= channel.resumeFloor) return
+        if (channel.position === null || frame.position > channel.position) channel.position = frame.position
+        const change = { event: frame.event, table: frame.table, key: frame.key, position: frame.position }
+        if (frame.record !== undefined) change.record = frame.record
+        channel._emit(frame.event, change, function (listener) { return listener.id === frame.subscription })
+        return
+      }
+      case 'gap':
+        channel._emit('gap', { position: frame.position })
+        return
+      case 'broadcast':
+        channel._emit('broadcast', { event: frame.event, payload: frame.payload }, function (listener) {
+          return listener.filter.event === undefined || listener.filter.event === frame.event
+        })
+        return
+      case 'presence': {
+        if (frame.event === 'sync') {
+          channel.presence = {}
+          Object.keys(frame.state).forEach(function (key) { channel.presence[key] = frame.state[key].slice() })
+        } else {
+          const list = (channel.presence[frame.key] || []).filter(function (meta) { return meta.ref !== frame.ref })
+          if (frame.event === 'join') list.push({ ref: frame.ref, state: frame.state })
+          if (list.length > 0) channel.presence[frame.key] = list
+          else delete channel.presence[frame.key]
+        }
+        const event = { event: frame.event, key: frame.key, ref: frame.ref, state: frame.state, presences: copyPresence(channel.presence) }
+        channel._emit('presence', event, function (listener) { return listener.filter.event === undefined || listener.filter.event === frame.event })
+        return
+      }
+      case 'error':
+        channel._emit('status', { status: 'CHANNEL_ERROR', error: new ServiceError(frame.code, frame.message, frame.details) })
+        return
+    }
+  }
+
+  /**
+   * Joins the channel; resolves once joined, rejects with a ServiceError (REALTIME_TABLE_NOT_FOUND,
+   * REALTIME_FILTER_INVALID, AUTH_REQUIRED for a private channel signed out, REALTIME_UNAVAILABLE
+   * when the platform cannot be reached in 15 s, …). `onStatus(status, error)` is told
+   * SUBSCRIBED, RECONNECTING, CHANNEL_ERROR or CLOSED as they happen.
+   */
+  Channel.prototype.subscribe = function (onStatus) {
+    const channel = this
+    if (channel.state !== 'idle') return Promise.reject(new ServiceError('REALTIME_ALREADY_SUBSCRIBED', 'this channel object was subscribed already; make a new one'))
+    const current = hub.channels.get(channel.name)
+    if (current && current !== channel) {
+      return Promise.reject(new ServiceError('REALTIME_ALREADY_JOINED', 'this page already has a subscribed channel named ' + channel.name + '; unsubscribe it first'))
+    }
+    channel.statusCallback = typeof onStatus === 'function' ? onStatus : null
+    channel.state = 'joining'
+    hub.channels.set(channel.name, channel)
+    return new Promise(function (resolve, reject) {
+      const timer = setTimeout(function () {
+        channel._closed(new ServiceError('REALTIME_UNAVAILABLE', 'could not join ' + channel.name + ' in ' + JOIN_TIMEOUT_MS / 1000 + ' s'))
+      }, JOIN_TIMEOUT_MS)
+      channel.waiter = {
+        resolve: function (value) { clearTimeout(timer); resolve(value) },
+        reject: function (error) { clearTimeout(timer); reject(error) },
+      }
+      if (hub.open) channel._join()
+      else hubConnect()
+    })
+  }
+
+  /** Leaves the channel (its presence too); the socket closes with the page's last channel. */
+  Channel.prototype.unsubscribe = async function () {
+    if (this.state === 'closed' || this.state === 'idle') return
+    const open = hub.open && this.state === 'joined'
+    this.state = 'closed'
+    if (this.waiter) this.waiter.reject(new ServiceError('REALTIME_CLOSED', 'unsubscribed before the channel was joined'))
+    this.waiter = null
+    try {
+      if (open) await hubRequest({ type: 'leave', channel: this.name })
+    } finally {
+      hubLeft(this)
+    }
+  }
+
+  /** Broadcasts `{ event, payload }` to the channel's other clients; resolves once the platform has relayed it. */
+  Channel.prototype.send = async function (message) {
+    if (this.state !== 'joined') throw new ServiceError('REALTIME_NOT_JOINED', 'subscribe to the channel before sending')
+    const event = message && message.event
+    await hubRequest({ type: 'broadcast', channel: this.name, event: event, payload: message && message.payload !== undefined ? message.payload : null })
+  }
+
+  /** Shows this client in the channel's presence with `state` (kept and shown again after a reconnect). */
+  Channel.prototype.track = async function (state) {
+    if (this.state !== 'joined') throw new ServiceError('REALTIME_NOT_JOINED', 'subscribe to the channel before tracking presence')
+    this.tracked = state === undefined ? {} : state
+    const answer = await hubRequest({ type: 'track', channel: this.name, state: this.tracked })
+    return { key: answer.key }
+  }
+
+  Channel.prototype.untrack = async function () {
+    this.tracked = null
+    if (this.state === 'joined') await hubRequest({ type: 'untrack', channel: this.name })
+  }
+
+  /** Who is in the channel: `{ [key]: [{ ref, state }] }` (key: a person's id, or anon:… for a signed-out client). */
+  Channel.prototype.presenceState = function () {
+    return copyPresence(this.presence)
+  }
+
+  /**
+   * Realtime over one WebSocket per page: row changes of the app's tables (only rows this
+   * person may read, as the data API would answer them), broadcast between the app's
+   * clients, and presence. `channel(name, { private, broadcast: { self } })` makes a channel;
+   * see Channel above.
+   */
+  const realtime = Object.freeze({
+    channel(name, options) {
+      return new Channel(String(name), options)
+    },
+  })
+
   Object.defineProperty(window, 'service', {
-    value: Object.freeze({ auth, functions, files, data, notifications, ServiceError }),
+    value: Object.freeze({ auth, functions, files, data, notifications, realtime, ServiceError }),
     writable: false,
     configurable: false,
     enumerable: true,

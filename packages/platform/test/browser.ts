@@ -88,6 +88,8 @@ export async function startBrowserHarness(options: { baseDomain?: string } = {})
   try {
     // No custom createServer option, so serve() returns a node:http server.
     server = serve({ fetch: (request) => h.platform.fetch(request), port, hostname: '127.0.0.1' }) as HttpServer
+    // Realtime sockets, as main.ts serves them (a test starts realtime itself: `h.platform.realtime.start()`).
+    server.on('upgrade', h.platform.realtime.upgrade)
     await listening(server)
     const resolve = baseDomain === 'localhost' ? [] : [`--host-resolver-rules=MAP ${baseDomain} 127.0.0.1, MAP *.${baseDomain} 127.0.0.1`]
     browser = await chromium.launch({ executablePath, headless: true, args: [...CHROMIUM_ARGS, ...resolve], timeout: WAIT_MS })

@@ -32,6 +32,8 @@ export type ChangeEvent = 'insert' | 'update' | 'delete'
 
 /** One row-change subscription of a join: a table, the events, an optional `column=eq.value` filter. */
 export interface ChangeSpec {
+  /** The client's name for it (default its index in the join), repeated in each change frame. */
+  id: string
   events: ReadonlySet<ChangeEvent>
   table: string
   filter: { column: string; value: string } | null
@@ -121,10 +123,13 @@ function changesOf(value: unknown, ref: string | null): ChangeSpec[] {
   if (!Array.isArray(value) || value.length > LIMITS.changesPerJoin) {
     throw new ProtocolError(`config.changes must be a list of at most ${LIMITS.changesPerJoin} subscriptions`, ref)
   }
-  // The same table and filter asked for several events is one subscription.
-  const byKey = new Map<string, { events: Set<ChangeEvent>; table: string; filter: ChangeSpec['filter'] }>()
-  for (const item of value) {
-    if (!isRecord(item)) throw new ProtocolError('each change subscription is an object { event, table, filter? }', ref)
+  const specs: ChangeSpec[] = []
+  const ids = new Set<string>()
+  for (const [index, item] of value.entries()) {
+    if (!isRecord(item)) throw new ProtocolError('each change subscription is an object { id?, event, table, filter? }', ref)
+    const id = item['id'] === undefined || item['id'] === null ? String(index) : String(item['id'])
+    if (id.length > LIMITS.ref || ids.has(id)) throw new ProtocolError(`each change subscription's id is distinct, at most ${LIMITS.ref} characters`, ref)
+    ids.add(id)
     const events = EVENTS[String(item['event'] ?? '*')]
     if (!events) throw new ProtocolError('event must be insert, update, delete or *', ref)
     const table = item['table']
@@ -132,12 +137,9 @@ function changesOf(value: unknown, ref: string | null): ChangeSpec[] {
       throw new ProtocolError('table must name a table of the app (a plain identifier)', ref)
     }
     const filter = item['filter'] === undefined || item['filter'] === null ? null : parseFilter(String(item['filter']), ref)
-    const key = JSON.stringify([table, filter])
-    const spec = byKey.get(key) ?? { events: new Set<ChangeEvent>(), table, filter }
-    for (const event of events) spec.events.add(event)
-    byKey.set(key, spec)
+    specs.push({ id, events: new Set(events), table, filter })
   }
-  return [...byKey.values()]
+  return specs
 }
 
 function joinConfigOf(value: unknown, ref: string | null): JoinConfig {

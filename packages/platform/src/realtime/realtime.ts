@@ -272,7 +272,7 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
         const table = await tables.prepare(namespace, spec.table, spec.filter)
         const subscriber: ChangeSubscriber = {
           identity, table, events: spec.events, filter: spec.filter,
-          deliver: (change: DeliveredChange) => emit({ type: 'change', channel: channel.name, ...change }),
+          deliver: (change: DeliveredChange) => emit({ type: 'change', channel: channel.name, subscription: spec.id, ...change }),
           missed: (position) => emit({ type: 'gap', channel: channel.name, position }),
         }
         channel.subscribers.push(subscriber)
