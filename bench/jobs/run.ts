@@ -15,16 +15,18 @@
  * Each round runs every chosen system once, in turn (so a change in the machine's load falls
  * on all of them); the figures are medians over the rounds, and the ratios are the platform's
  * medians over graphile-worker's (for latency lower is better: a ratio under 1 means the
- * platform starts jobs sooner). The last line is one JSON object for scripts.
+ * platform starts jobs sooner). Then growth.ts measures how the platform's claim grows with
+ * 100k queued jobs and with 1,000 queues. The last line is one JSON object for scripts.
  *
  * Run: npm run bench:jobs   (a throwaway PostgreSQL from scripts/postgres-test-server.sh,
  * stopped at the end, unless DATABASE_URL names one; JOBS_N, JOBS_SAMPLES and JOBS_ROUNDS
  * change the sizes, default 5000, 200 and 3; JOBS_SYSTEMS=platform,graphile-worker,pg-boss
- * adds pg-boss, whose 0.5 s polling makes it slow to measure)
+ * adds pg-boss, whose 0.5 s polling makes it slow to measure; JOBS_GROWTH=0 skips growth)
  */
 import { loadavg } from 'node:os'
 import { performance } from 'node:perf_hooks'
 import { startServer } from '../data/postgres.ts'
+import { measureGrowth, type GrowthFigure } from './growth.ts'
 import { startGraphileWorker, startPgBoss, startPlatformJobs, type Hooks, type JobSystem } from './systems.ts'
 
 const N = Number(process.env.JOBS_N ?? 5000)
@@ -105,14 +107,21 @@ const chosen = (process.env.JOBS_SYSTEMS ?? 'platform,graphile-worker').split(',
 const runs = new Map<string, Result[]>(chosen.map((name) => [name, []]))
 const loads: number[] = []
 const median = (values: readonly number[]) => percentile([...values].sort((a, b) => a - b), 0.5)
+let growth: { figures: GrowthFigure[]; load_average: number[] } | null = null
 try {
   for (let round = 1; round <= ROUNDS; round++) {
     for (const name of chosen) {
       loads.push(loadavg()[0]!)
       const result = await measure(SYSTEMS[name])
-      console.log(`round ${round}  ${result.system.padEnd(16)} backlog ${String(result.backlog).padStart(6)} jobs/s  throughput ${String(result.throughput).padStart(6)} jobs/s (enqueue ${result.enqueueRate}/s)  latency p50 ${result.p50.toFixed(2)} ms  p99 ${result.p99.toFixed(2)} ms`)
+      console.log(`round ${round}  ${result.system.padEnd(16)} backlog ${String(result.backlog).padStart(6)} jobs/s  throughput ${String(result.throughput).padStart(6)} jobs/s (enqueue ${result.enqueueRate}/s)  latency p50 ${result.p50.toFixed(2)} ms  p99 ${result.p99.toFixed(2)} ms  (load ${loads.at(-1)!.toFixed(1)})`)
       runs.get(name)!.push(result)
     }
+  }
+  if (process.env.JOBS_GROWTH !== '0') {
+    const before = loadavg()[0]!
+    const figures = await measureGrowth(url!)
+    growth = { figures, load_average: [before, loadavg()[0]!].map((l) => Number(l.toFixed(1))) }
+    console.log(`growth: load average ${growth.load_average.join(' to ')}`)
   }
 } finally {
   server.stop()
@@ -143,6 +152,10 @@ const ratios = {
 console.log(JSON.stringify({
   bench: 'jobs',
   ratios,
-  figures: { ...figures, latency_ratio_lower_is_better: true, rounds: ROUNDS, jobs: N, latency_samples: SAMPLES, producers: PRODUCERS, load_average: [Math.min(...loads), Math.max(...loads)].map((l) => Number(l.toFixed(1))) },
+  figures: {
+    ...figures, latency_ratio_lower_is_better: true, rounds: ROUNDS, jobs: N, latency_samples: SAMPLES, producers: PRODUCERS,
+    load_average: [Math.min(...loads), Math.max(...loads)].map((l) => Number(l.toFixed(1))),
+    ...(growth === null ? {} : { growth }),
+  },
 }))
 process.exit(0)
