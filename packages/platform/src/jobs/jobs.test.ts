@@ -254,6 +254,10 @@ describe(`jobs (${backend})`, () => {
     const attempts = (await Promise.all(sleepers.map(runs))).flat()
     assert.ok(attempts.length > 3, 'at least one sleeper was killed with the culprit and ran again')
     assert.ok(attempts.every((run) => run.attempt === 1))
+    // The culprit's last attempt, now, so that its timeout kills no later test's job.
+    seconds(5)
+    await h.platform.jobs.runDue()
+    assert.equal((await job(culprit)).state, 'dead_lettered')
   })
 
   test('a result that cannot be written at first is written on a retry (the consumer is not run again)', async () => {
