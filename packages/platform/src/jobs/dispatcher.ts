@@ -41,6 +41,7 @@ import {
   markNotActive,
   markNotStarted,
   recoverExpiredLeases,
+  repairEarlyMarks,
   type ClaimedJob,
   type JobError,
 } from './queries.ts'
@@ -274,6 +275,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const now = clock.now()
     const error = boundedError('JOB_LEASE_EXPIRED', 'The platform process running this attempt stopped before it finished')
     while ((await recoverExpiredLeases(db, { now, error, limit: 500 })) === 500) { /* more expired leases */ }
+    await repairEarlyMarks(db, { now, limit: 100 })
   }
 
   async function claim(limit: number): Promise<ClaimedJob[]> {

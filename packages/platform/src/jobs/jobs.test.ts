@@ -447,7 +447,10 @@ describe(`jobs (${backend})`, () => {
     assert.equal(existing.status, 200, 'an enqueue that returns the original job is not refused')
     // One job ends: there is room for one more.
     const [bulk] = await h.t.db.query<{ id: string }>(`select id from platform.jobs where idempotency_key = 'bulk-1'`)
+    // A write behind the engine's back: the queue's due mark follows it, as every statement of the engine that makes a job wait does.
     await h.t.db.query(`update platform.jobs set run_at = $2 where id = $1`, [bulk!.id, h.clock.now()])
+    await h.t.db.query(`update platform.job_queue_marks set next_run_at = $2, version = version + 1 where namespace_id = $1 and queue = 'work'`,
+      [namespace.id, h.clock.now()])
     await h.platform.jobs.runDue()
     assert.equal((await job(bulk!.id)).state, 'dead_lettered', 'its empty payload fails the consumer schema')
     assert.equal((await enqueue('work', { mode: 'ok' }, { idempotencyKey: 'room-again' })).status, 200)
@@ -561,5 +564,20 @@ describe(`jobs (${backend})`, () => {
     assert.ok(rows.length >= 5, 'the queues and cron runs above')
     for (const row of rows) assert.equal(row.counted, row.running, row.queue)
     assert.equal(rows.find((row) => row.queue === 'wide')?.running, 1, `${stuck} runs`)
+  })
+
+  test("each queue's due mark is at or before its earliest waiting job, after every way a job came to wait above", async () => {
+    await enqueued('backoff', { mode: 'ok' }, 'waits-at-the-end', { delaySeconds: 60 })
+    const rows = await h.t.db.query<{ queue: string; mark: Date | null; earliest: Date | null }>(
+      `select q.queue, m.next_run_at as mark,
+              (select min(j.run_at) from platform.jobs j
+                where j.namespace_id = q.namespace_id and j.queue = q.queue and j.state in ('queued', 'retry_wait')) as earliest
+         from platform.job_queues q left join platform.job_queue_marks m using (namespace_id, queue)
+        where q.namespace_id = $1 order by q.queue`, [namespace.id])
+    assert.ok(rows.some((row) => row.earliest !== null), 'some jobs wait')
+    for (const row of rows) {
+      if (row.earliest === null) continue
+      assert.ok(row.mark !== null && row.mark.getTime() <= row.earliest.getTime(), `${row.queue}: mark ${row.mark?.toISOString()}, earliest ${row.earliest.toISOString()}`)
+    }
   })
 })

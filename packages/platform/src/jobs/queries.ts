@@ -10,6 +10,12 @@
  * blocks or deflects a claim); the claim reads `ended` from its snapshot, which can only be
  * behind, so `claimed - ended` is never below what runs and processes together never exceed
  * a queue's concurrency (migration 0026).
+ *
+ * Due marks: `platform.job_queue_marks` holds, per queue, a lower bound of its waiting jobs'
+ * run_at, so a claim walks only queues with due work (migration 0032). Every statement that
+ * makes a job wait lowers the mark and raises its `version` in the same statement; a claim
+ * moves the marks of the queues it took from forward, in a later snapshot, only where the
+ * version is unchanged, so a waiting job is never behind its queue's mark.
  */
 import type { Queryable } from '../db/db.ts'
 
@@ -96,12 +102,13 @@ export type InsertOutcome =
 
 /**
  * Enqueues in ONE statement (so the namespace's counter row is locked only for the moment
- * of one statement; platform.enqueue_job, migration 0026): returns the job with this key if there is one; otherwise counts one
- * more active job unless the namespace has `limit` (null: no limit), records the queue,
- * inserts the job and, when it is due now, wakes the dispatchers at commit.
+ * of one statement; platform.enqueue_job, migrations 0026 and 0032): returns the job with this
+ * key if there is one; otherwise counts one more active job unless the namespace has `limit`
+ * (null: no limit), records the queue, inserts the job, lowers its queue's due mark and, when
+ * the job is due now, wakes the dispatchers at commit.
  */
 export async function insertJobOnce(db: Queryable, job: NewJob, limit: number | null): Promise<InsertOutcome> {
-  // platform.enqueue_job (migration 0026): the statement, with its plan kept per connection.
+  // platform.enqueue_job (migration 0032): the statement, with its plan kept per connection.
   const rows = await db.query<{ existing: Record<string, unknown> | null; inserted: Record<string, unknown> | null; counted: boolean }>(
     `select existing, inserted, counted from platform.enqueue_job($1::uuid, $2::uuid, $3::text, $4::text, $5::jsonb, $6::text,
        $7::text, $8::uuid, $9::int, $10::int, $11::int, $12::boolean, $13::int, $14::timestamptz, $15::timestamptz, $16::int)`,
@@ -144,13 +151,15 @@ export interface ClaimedJob extends Record<string, unknown> {
 }
 
 /**
- * Claims up to `limit` due jobs in ONE statement: locks up to `limit` queues (of active
- * apps) that have due work, room to run it and no other claimer, in random order (so
- * processes claiming at the same moment spread over the queues instead of one taking them
- * all), and moves their due jobs to `running` (attempt + 1, a lease): at most each job's
- * pinned concurrency minus what runs in its queue, oldest due first (ties by id: the order of
- * the jobs_pending index, so a deep backlog is read a page at a time, never sorted whole) and
- * round-robin across queues; the queues' `claimed` counters move in the same statement.
+ * Claims up to `limit` due jobs in ONE statement: walks the queues whose due mark has come,
+ * oldest mark first, and locks up to `limit` of them (of active apps) that have due work,
+ * room to run it and no other claimer (a queue another process holds is skipped, so
+ * processes claiming at the same moment spread over the queues), and moves their due jobs
+ * to `running` (attempt + 1, a lease): at most each job's pinned concurrency minus what runs
+ * in its queue, oldest due first (ties by id: the order of the jobs_pending index, so a deep
+ * backlog is read a page at a time, never sorted whole) and round-robin across queues; the
+ * queues' `claimed` counters move in the same statement. A second statement of the same
+ * call then moves the marks of the queues it took from to their next waiting job.
  *
  * The jobs are read from the statement's snapshot, which may predate a claim that committed
  * just before this one took the queue's lock: the update checks each job again (a job
@@ -160,7 +169,7 @@ export async function claimDueJobs(
   db: Queryable,
   options: { now: Date; limit: number; owner: string; leaseGraceSeconds: number },
 ): Promise<ClaimedJob[]> {
-  // platform.claim_jobs (migration 0026): the statement, with its plan kept per connection.
+  // platform.claim_jobs (migration 0032): the statements, with their plans kept per connection.
   return await db.query<ClaimedJob>(
     `select id, app_id, namespace_id, kind, queue, payload, attempts, timeout_seconds, app_slug, app_status, app_release_id
        from platform.claim_jobs($1::timestamptz, $2::int, $3::text, $4::int)`,
@@ -173,6 +182,43 @@ function endedFrom(moved: string): string {
   return `update platform.job_queue_ends e set ended = e.ended + c.n
          from (select namespace_id, queue, count(*) as n from ${moved} group by namespace_id, queue) c
         where e.namespace_id = c.namespace_id and e.queue = c.queue`
+}
+
+/**
+ * A CTE that lowers the due marks of the queues where `moved` (rows with namespace_id, queue,
+ * state, run_at) made jobs wait again, and raises their versions (migration 0032).
+ */
+function markedFrom(moved: string): string {
+  return `insert into platform.job_queue_marks as m (namespace_id, queue, next_run_at, version)
+         select namespace_id, queue, min(run_at), 1 from ${moved} where state in ('queued', 'retry_wait') group by namespace_id, queue
+         on conflict (namespace_id, queue) do update set next_run_at = least(m.next_run_at, excluded.next_run_at), version = m.version + 1`
+}
+
+/**
+ * Due marks that are early (their queue has nothing due: its jobs were dead-lettered by a
+ * deploy, or a claim's refresh lost a race) cost every claim a probe: sets up to `limit` of the
+ * oldest right, each only where no statement made a job wait since this one's snapshot.
+ * Returns how many it set.
+ */
+export async function repairEarlyMarks(db: Queryable, options: { now: Date; limit: number }): Promise<number> {
+  const rows = await db.query(
+    `with seen as (
+       select m.namespace_id, m.queue, m.version, m.next_run_at,
+              (select j.run_at from platform.jobs j
+                where j.namespace_id = m.namespace_id and j.queue = m.queue and j.state in ('queued', 'retry_wait')
+                order by j.run_at, j.id limit 1) as next
+         from platform.job_queue_marks m
+        where m.next_run_at <= $1
+        order by m.next_run_at
+        limit $2)
+     update platform.job_queue_marks m set next_run_at = s.next
+       from seen s
+      where m.namespace_id = s.namespace_id and m.queue = s.queue and m.version = s.version
+        and (s.next is null or s.next > $1)
+     returning 1`,
+    [options.now, options.limit],
+  )
+  return rows.length
 }
 
 /**
@@ -223,8 +269,9 @@ export async function markFailed(
               payload = case when $4 and attempts < max_attempts then payload else null end,
               last_error = $5::jsonb, updated_at = $3, lease_owner = null, lease_expires_at = null
         where id = $1 and state = 'running' and attempts = $2
-        returning namespace_id, queue, state),
+        returning namespace_id, queue, state, run_at),
      ended as (${endedFrom('moved')}),
+     marked as (${markedFrom('moved')}),
      counted as (
        update platform.job_namespaces n set active = n.active - 1
          from moved where n.namespace_id = moved.namespace_id and moved.state = 'dead_lettered')
@@ -246,8 +293,9 @@ export async function markNotStarted(db: Queryable, job: { id: string; attempt: 
               run_at = $4, updated_at = $3, lease_owner = null, lease_expires_at = null,
               started_at = case when attempts = 1 then null else started_at end
         where id = $1 and state = 'running' and attempts = $2
-        returning namespace_id, queue)
-     ${endedFrom('moved')}`,
+        returning namespace_id, queue, state, run_at),
+     ended as (${endedFrom('moved')})
+     ${markedFrom('moved')}`,
     [job.id, job.attempt, job.now, job.runAt],
   )
 }
@@ -287,12 +335,16 @@ export async function recoverExpiredLeases(db: Queryable, options: { now: Date; 
               payload = case when j.attempts < j.max_attempts then j.payload else null end,
               last_error = $2::jsonb, updated_at = $1, lease_owner = null, lease_expires_at = null
         where j.id = any (array(select id from expired))
-        returning j.namespace_id, j.queue, j.state
+        returning j.namespace_id, j.queue, j.state, j.run_at
      ), ended as (${endedFrom('moved')}
      ), counted as (
        update platform.job_namespaces n set active = n.active - c.ended
          from (select namespace_id, count(*)::int as ended from moved where state = 'dead_lettered' group by namespace_id) c
-        where n.namespace_id = c.namespace_id)
+        where n.namespace_id = c.namespace_id
+       returning 1
+     ), marked as (
+       -- After the namespaces' counters (read first), as in an enqueue: the same lock order.
+       ${markedFrom(`(select * from moved where (select count(*) from counted) >= 0) moved_after_counted`)})
      select 1 from moved`,
     [options.now, JSON.stringify(options.error), options.limit],
   )
