@@ -82,11 +82,26 @@ export async function openCredentialStore(options: CredentialStoreOptions): Prom
   try {
     keyring = await (options.openKeyring ?? openNapiKeyring)()
     // A lookup that answers (found or not) is a working store; one that fails or hangs is not.
-    await keyring.get(`${KEYRING_SERVICE}-availability-check`, AbortSignal.timeout(timeoutMs))
+    await withTimeout(timeoutMs, (signal) => keyring.get(`${KEYRING_SERVICE}-availability-check`, signal))
   } catch (error) {
     return fileStore(file, { fallback: true, reason: reasonOf(error) })
   }
   return keyringStore(keyring, timeoutMs)
+}
+
+/**
+ * Runs `run` with a signal that aborts after `ms`. Not AbortSignal.timeout: its timer does
+ * not keep the process alive, so a store that never answers left nothing to wait for and
+ * the command ended with its promise unsettled.
+ */
+async function withTimeout<T>(ms: number, run: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController()
+  const timer = setTimeout(() => controller.abort(new DOMException(`no answer within ${ms} ms`, 'TimeoutError')), ms)
+  try {
+    return await run(controller.signal)
+  } finally {
+    clearTimeout(timer)
+  }
 }
 
 function reasonOf(error: unknown): string {
@@ -127,7 +142,7 @@ function keyringStore(keyring: KeyringBackend, timeoutMs: number): CredentialSto
     new Error(`${keyring.name} failed to ${what} (${reasonOf(error)}); set SERVICE_CREDENTIALS_FILE to keep the token in a file instead`, { cause: error })
   const call = async <T>(what: string, run: (signal: AbortSignal) => Promise<T>): Promise<T> => {
     try {
-      return await run(AbortSignal.timeout(timeoutMs))
+      return await withTimeout(timeoutMs, run)
     } catch (error) {
       throw failed(what, error)
     }

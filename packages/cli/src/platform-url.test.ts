@@ -120,7 +120,7 @@ describe(`the CLI finds a local platform through its data directory (${backend})
     const root = dataDirWith({ url: `http://127.0.0.1:${port}\n` })
     try {
       const run = capture({ SERVICE_DATA_DIR: join(root, '.service'), SERVICE_TOKEN: 'svc_owner_x' })
-      assert.equal(await main(['apps', 'list'], run.io), 1)
+      assert.equal(await main(['apps', 'list'], run.io), 4, 'exit 4: the platform is unreachable (docs/cli.md)')
       assert.match(run.err[0]!, new RegExp(`^error PLATFORM_UNREACHABLE: cannot reach the platform at http://127\\.0\\.0\\.1:${port}`))
       assert.equal(run.err[1], `  (the URL is from ${join(root, '.service', 'url')}, written by the platform when it last started; start it again, or set SERVICE_URL)`)
     } finally {
