@@ -16,7 +16,6 @@ import { migratePlatform } from '../../packages/platform/src/db/migrate.ts'
 import { openPostgres } from '../../packages/platform/src/db/postgres.ts'
 import { findAppBySlug } from '../../packages/platform/src/apps/apps.ts'
 import { findNamespace } from '../../packages/platform/src/namespaces/namespaces.ts'
-import { enqueueOnQueue } from '../../packages/platform/src/jobs/enqueue.ts'
 import { systemClock } from '../../packages/platform/src/lib/clock.ts'
 import { newSecret } from '../../packages/platform/src/lib/crypto.ts'
 import { silentLogger } from '../../packages/platform/src/lib/logger.ts'
@@ -138,7 +137,9 @@ queues:
     startWorkers: () => platform.jobs.start(),
     async enqueue(i) {
       tracker.enqueued()
-      await enqueueOnQueue(db, {
+      // What ctx.jobs.enqueue runs once it has read the queue's declaration: with a free slot,
+      // the enqueue starts the job for this process's dispatcher.
+      await platform.jobs.enqueueOnQueue({
         appId: app.id, namespaceId: namespace.id, declaration: QUEUE, enqueuedBy: null, now: systemClock.now(),
         request: { queue: 'noop', payload: { i }, idempotencyKey: `job-${i}`, delaySeconds: 0, timeoutMs: null },
       })

@@ -8,6 +8,9 @@
  *   finished attempt (a slot is free), and a poll every `pollIntervalMs` (delayed jobs
  *   becoming due, and PGlite or a lost connection missing a notice). Successes are written
  *   in batches whose write also claims for the slots they free, in one round trip.
+ * - Hand-offs: an enqueue in this process (`handOff`) may start its job in its own statement
+ *   for a free slot of this dispatcher, which then runs it like a claimed one: one round trip
+ *   from enqueue to start instead of two (the enqueue, then the woken claim).
  * - An attempt: the consumer is resolved from the namespace's active release at dispatch;
  *   it runs with `ctx.job = { id, queue, attempt }` and the queue's pinned
  *   `timeoutSeconds`. Success ends the job; `errors.unavailable` (503), a timeout or a
@@ -70,7 +73,25 @@ export interface DispatcherDeps extends DispatcherOptions {
   readonly production: boolean
 }
 
+/**
+ * A free slot of a dispatcher, held for a job an enqueue may start at once (queries.ts,
+ * insertJobOnce). Exactly one of `run` and `release` is called, once the enqueue has committed.
+ */
+export interface HandOff {
+  readonly owner: string
+  readonly leaseGraceSeconds: number
+  /** The enqueue started this job, leased to `owner`: run it in the slot. */
+  run(job: ClaimedJob): void
+  /** The enqueue did not start a job: free the slot. */
+  release(): void
+}
+
 export interface Dispatcher {
+  /**
+   * A free slot for a job the caller is about to enqueue, or null (not started, stopping, or
+   * every slot taken or promised).
+   */
+  handOff(): HandOff | null
   /** Starts listening and polling. */
   start(): Promise<void>
   /** Stops claiming and waits (at most `stopGraceMs`) for the attempts in flight to end. */
@@ -147,8 +168,16 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let successes: Success[] = []
   /** A write of successes is in flight. */
   let flushing = false
-  /** Slots promised to claims in flight (a pass, or a write of successes that claims too). */
+  /** Slots promised to claims in flight (a pass, a write of successes that claims too, an enqueue's hand-off). */
   let reserved = 0
+  /** Hand-offs whose enqueue is in flight (`stop` waits for them). */
+  let handOffs = 0
+  /**
+   * A pass found no free slot while some were only promised (to a claim in flight or a
+   * hand-off): run one when they are given back, since that claim may have missed the work
+   * the pass was woken for.
+   */
+  let passWanted = false
   let lastNudge = 0
   let started = false
   let stopped = false
@@ -248,6 +277,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       (claimed) => {
         for (const job of claimed) void launch(job)
         reserved -= limit
+        passIfWanted()
         batch.forEach((success) => success.settle({ refilled: limit > 0 }))
         nudgeWhenFull(claimed.length, limit)
         // Full hands (more may be due), or slots the write could not claim for: a pass, once
@@ -256,6 +286,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       },
       (error: unknown) => {
         reserved -= limit
+        passIfWanted()
         batch.forEach((success) => success.settle({ error: error ?? new Error('recording successes failed') }))
       },
     ).finally(() => {
@@ -363,7 +394,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       await maintain()
     }
     const free = capacity - inFlight.size - reserved
-    if (free <= 0) return
+    if (free <= 0) {
+      if (reserved > 0) passWanted = true
+      return
+    }
     reserved += free
     try {
       const claimed = await claim(free)
@@ -373,6 +407,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     } finally {
       reserved -= free
     }
+  }
+
+  function passIfWanted(): void {
+    if (!passWanted) return
+    passWanted = false
+    setImmediate(schedulePass)
   }
 
   function schedulePass(): void {
@@ -394,6 +434,30 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   return {
+    handOff() {
+      if (!started || stopped || capacity - inFlight.size - reserved <= 0) return null
+      reserved += 1
+      handOffs += 1
+      let settled = false
+      const settle = () => {
+        if (settled) return false
+        settled = true
+        reserved -= 1
+        handOffs -= 1
+        return true
+      }
+      return {
+        owner,
+        leaseGraceSeconds,
+        run(job) {
+          if (settle()) void launch(job)
+        },
+        release() {
+          if (settle()) passIfWanted()
+        },
+      }
+    },
+
     async start() {
       if (started) return
       started = true
@@ -416,9 +480,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       stopped = true
       clearInterval(poll)
       await unlisten?.().catch(() => {})
-      // A pass or a write of successes in flight may still claim: wait for it, so that every
-      // attempt this process starts is in `inFlight` below.
-      while (passing || flushing) await new Promise((resolve) => setTimeout(resolve, 5))
+      // A pass, a write of successes or an enqueue's hand-off in flight may still claim: wait
+      // for it, so that every attempt this process starts is in `inFlight` below.
+      while (passing || flushing || handOffs > 0) await new Promise((resolve) => setTimeout(resolve, 5))
       await settledWithin([...inFlight], deps.stopGraceMs ?? 20_000)
     },
 

@@ -12,7 +12,8 @@ import { sha256Hex } from '../lib/crypto.ts'
 import { ServiceError } from '../lib/errors.ts'
 import { grantFileReads, readGrantOption } from '../files/index.ts'
 import type { QueueDeclaration } from '../manifest/index.ts'
-import { findByKey, insertJobOnce, uncountActive, type JobRow, type NewJob } from './queries.ts'
+import type { HandOff } from './dispatcher.ts'
+import { findByKey, insertJobOnce, uncountActive, type ClaimedJob, type JobRow, type NewJob } from './queries.ts'
 
 export const JOB_LIMITS = {
   /** Payload: a JSON object of at most 64 KiB (UTF-8 bytes of compact JSON). */
@@ -126,20 +127,34 @@ export function payloadHash(payload: unknown): string {
  * the same, and IDEMPOTENCY_KEY_REUSED is thrown when not. `limit` caps the namespace's
  * active jobs (null: never refused, for cron runs, which capacity may delay but not drop).
  * One statement (plus one or two when it loses a race for the same key); inside the caller's
- * transaction when given one. Wakes the dispatchers at commit when the job is due now.
+ * transaction when given one. Wakes the dispatchers at commit when the job is due now, unless
+ * the statement started it for `handOff`'s dispatcher (`claimed`; never inside a transaction:
+ * the job must be committed before it runs).
+ *
+ * The row returned for a new job is the job as enqueued (`queued`, no attempt yet), also
+ * when the same statement started it: the enqueue's answer is what spec 3.1's enqueue
+ * transition makes, as it was before an enqueue could start its job; `jobs.get` shows it running.
  */
-export async function insertIdempotent(db: Queryable, job: NewJob, limit: number | null): Promise<{ row: JobRow; created: boolean }> {
-  const outcome = await insertJobOnce(db, job, limit)
+export async function insertIdempotent(
+  db: Queryable,
+  job: NewJob,
+  limit: number | null,
+  handOff: HandOff | null = null,
+): Promise<{ row: JobRow; created: boolean; claimed: ClaimedJob | null }> {
+  const outcome = await insertJobOnce(db, job, limit, handOff)
   switch (outcome.kind) {
-    case 'inserted':
-      return { row: outcome.row, created: true }
+    case 'inserted': {
+      const { row, claimed } = outcome
+      if (claimed === null) return { row, created: true, claimed: null }
+      return { row: { ...row, state: 'queued', attempts: 0, started_at: null }, created: true, claimed }
+    }
     case 'existing':
-      return { row: sameInput(outcome.row, job), created: false }
+      return { row: sameInput(outcome.row, job), created: false, claimed: null }
     case 'limit': {
       // The statement's snapshot may predate a producer that took the last slot for this very
       // key (its +1 was visible to the counter, its job not to the lookup): look again.
       const winner = await findByKey(db, job)
-      if (winner !== undefined) return { row: sameInput(winner, job), created: false }
+      if (winner !== undefined) return { row: sameInput(winner, job), created: false, claimed: null }
       throw new ServiceError('JOBS_LIMIT_REACHED', `This app already has ${limit} active jobs; wait for some to finish`, {
         details: { limit },
       })
@@ -149,7 +164,7 @@ export async function insertIdempotent(db: Queryable, job: NewJob, limit: number
       await uncountActive(db, job.namespaceId)
       const winner = await findByKey(db, job)
       if (winner === undefined) throw new Error('a job with this idempotency key vanished during enqueue')
-      return { row: sameInput(winner, job), created: false }
+      return { row: sameInput(winner, job), created: false, claimed: null }
     }
   }
 }
@@ -169,6 +184,11 @@ export interface QueueEnqueue {
   readonly request: EnqueueRequest
   readonly enqueuedBy: string | null
   readonly now: Date
+  /**
+   * This process's dispatcher: when it has a free slot, a job that can start at once starts
+   * in the enqueue's own statement and runs in that slot (no NOTIFY, no second round trip).
+   */
+  readonly dispatcher?: { handOff(): HandOff | null }
 }
 
 /**
@@ -177,7 +197,8 @@ export interface QueueEnqueue {
  * (files/grants.ts); the files are part of the job's input, so the same key with other
  * files is IDEMPOTENCY_KEY_REUSED. The producer grants what it may read: its own files, or
  * the app's when `enqueuedBy` is null (the Functions host refuses `files` from an anonymous
- * caller before it gets here, so null is a system invocation).
+ * caller before it gets here, so null is a system invocation). Without files, the job may
+ * start at once for `input.dispatcher` (see insertIdempotent).
  */
 export async function enqueueOnQueue(db: Db, input: QueueEnqueue): Promise<{ row: JobRow; created: boolean }> {
   const { declaration, request, now } = input
@@ -199,7 +220,18 @@ export async function enqueueOnQueue(db: Db, input: QueueEnqueue): Promise<{ row
     runAt: new Date(now.getTime() + Math.round(request.delaySeconds * 1000)),
     now,
   }
-  if (fileReads === null) return await insertIdempotent(db, job, JOB_LIMITS.activePerNamespace)
+  if (fileReads === null) {
+    const handOff = job.runAt <= now ? input.dispatcher?.handOff() ?? null : null
+    let claimed: ClaimedJob | null = null
+    try {
+      const inserted = await insertIdempotent(db, job, JOB_LIMITS.activePerNamespace, handOff)
+      claimed = inserted.claimed
+      return { row: inserted.row, created: inserted.created }
+    } finally {
+      if (claimed === null) handOff?.release()
+      else handOff!.run(claimed)
+    }
+  }
   return await db.transaction(async (tx) => {
     const inserted = await insertIdempotent(tx, job, JOB_LIMITS.activePerNamespace)
     if (inserted.created) {

@@ -11,7 +11,8 @@ import type { Logger } from '../lib/logger.ts'
 import type { FunctionHost, JobsContextCall } from '../functions/index.ts'
 import type { QueueDeclaration } from '../manifest/index.ts'
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from './dispatcher.ts'
-import { enqueueOnQueue, readEnqueueArgs } from './enqueue.ts'
+import { enqueueOnQueue, readEnqueueArgs, type QueueEnqueue } from './enqueue.ts'
+import type { JobRow } from './queries.ts'
 import { deadLetterUndeclared, findJob } from './queries.ts'
 import { purgeExpiredJobs, reconcileActiveCounts } from './retention.ts'
 import { jobView, type JobView } from './views.ts'
@@ -43,6 +44,15 @@ export interface JobsDeps extends JobsOptions {
 export interface Jobs {
   /** Answers a `ctx.jobs` call (`enqueue`, `get`) from a running Function. */
   answer(call: JobsContextCall): Promise<unknown>
+  /**
+   * Enqueues on a declared queue as `ctx.jobs.enqueue` does once it has read the declaration:
+   * a job that can start at once starts in the enqueue's statement, in a free slot of this
+   * process's dispatcher (enqueue.ts, enqueueOnQueue).
+   *
+   * @example
+   * await jobs.enqueueOnQueue({ appId, namespaceId, declaration, request, enqueuedBy: null, now: clock.now() })
+   */
+  enqueueOnQueue(input: Omit<QueueEnqueue, 'dispatcher'>): Promise<{ row: JobRow; created: boolean }>
   /** Starts the dispatcher and the retention purge. */
   start(): Promise<void>
   /** Stops both; waits for attempts in flight. */
@@ -80,7 +90,7 @@ export function createJobs(deps: JobsDeps): Jobs {
     const work = (async () => {
       const declaration = await declaredQueue(call.appId, call.devName, request.queue)
       const { row } = await enqueueOnQueue(deps.db, {
-        appId: call.appId, namespaceId: namespace.id, declaration, request, enqueuedBy: call.userId, now: deps.clock.now(),
+        appId: call.appId, namespaceId: namespace.id, declaration, request, enqueuedBy: call.userId, now: deps.clock.now(), dispatcher,
       })
       return jobView(row)
     })()
@@ -139,6 +149,7 @@ export function createJobs(deps: JobsDeps): Jobs {
       await dispatcher.stop()
     },
 
+    enqueueOnQueue: (input) => enqueueOnQueue(deps.db, { ...input, dispatcher }),
     runDue: () => dispatcher.runDue(),
     purge: () => purgeExpiredJobs(deps.db, deps.clock),
   }

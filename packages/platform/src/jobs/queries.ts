@@ -94,30 +94,41 @@ function jobFromJson(json: Record<string, unknown>): JobRow {
 
 export type InsertOutcome =
   | { readonly kind: 'existing'; readonly row: JobRow }
-  | { readonly kind: 'inserted'; readonly row: JobRow }
+  /** `claimed`: the statement also started the job for `claimFor`'s dispatcher (else null). */
+  | { readonly kind: 'inserted'; readonly row: JobRow; readonly claimed: ClaimedJob | null }
   /** The namespace already has `limit` active jobs. */
   | { readonly kind: 'limit' }
   /** Another producer inserted the same key meanwhile; this statement counted an active job it must give back. */
   | { readonly kind: 'raced' }
 
+/** A dispatcher with a free slot, for which an enqueue may start its job at once. */
+export interface ClaimFor {
+  readonly owner: string
+  readonly leaseGraceSeconds: number
+}
+
 /**
  * Enqueues in ONE statement (so the namespace's counter row is locked only for the moment
  * of one statement; platform.enqueue_job, migrations 0026 and 0032): returns the job with this
  * key if there is one; otherwise counts one more active job unless the namespace has `limit`
- * (null: no limit), records the queue, inserts the job, lowers its queue's due mark and, when
- * the job is due now, wakes the dispatchers at commit.
+ * (null: no limit), records the queue, inserts the job and lowers its queue's due mark. When
+ * the job is due now: with `claimFor`, it starts at once (`running`, attempt 1, leased to
+ * that dispatcher) if a claim could take it now (the queue's row free, room under the job's
+ * concurrency, nothing older due in the queue, the app active); otherwise the dispatchers are
+ * woken at commit.
  */
-export async function insertJobOnce(db: Queryable, job: NewJob, limit: number | null): Promise<InsertOutcome> {
+export async function insertJobOnce(db: Queryable, job: NewJob, limit: number | null, claimFor: ClaimFor | null = null): Promise<InsertOutcome> {
   // platform.enqueue_job (migration 0032): the statement, with its plan kept per connection.
-  const rows = await db.query<{ existing: Record<string, unknown> | null; inserted: Record<string, unknown> | null; counted: boolean }>(
-    `select existing, inserted, counted from platform.enqueue_job($1::uuid, $2::uuid, $3::text, $4::text, $5::jsonb, $6::text,
-       $7::text, $8::uuid, $9::int, $10::int, $11::int, $12::boolean, $13::int, $14::timestamptz, $15::timestamptz, $16::int)`,
+  const rows = await db.query<{ existing: Record<string, unknown> | null; inserted: Record<string, unknown> | null; counted: boolean; claimed: ClaimedJob | null }>(
+    `select existing, inserted, counted, claimed from platform.enqueue_job($1::uuid, $2::uuid, $3::text, $4::text, $5::jsonb, $6::text,
+       $7::text, $8::uuid, $9::int, $10::int, $11::int, $12::boolean, $13::int, $14::timestamptz, $15::timestamptz, $16::int, $17::text, $18::int)`,
     [job.appId, job.namespaceId, job.kind, job.queue, JSON.stringify(job.payload), job.payloadSha256, job.idempotencyKey,
-      job.enqueuedBy, job.concurrency, job.maxAttempts, job.retryDelaySeconds, job.retryBackoff, job.timeoutSeconds, job.runAt, job.now, limit],
+      job.enqueuedBy, job.concurrency, job.maxAttempts, job.retryDelaySeconds, job.retryBackoff, job.timeoutSeconds, job.runAt, job.now, limit,
+      claimFor?.owner ?? null, claimFor?.leaseGraceSeconds ?? null],
   )
   const row = rows[0]!
   if (row.existing !== null) return { kind: 'existing', row: jobFromJson(row.existing) }
-  if (row.inserted !== null) return { kind: 'inserted', row: jobFromJson(row.inserted) }
+  if (row.inserted !== null) return { kind: 'inserted', row: jobFromJson(row.inserted), claimed: row.claimed }
   return row.counted ? { kind: 'raced' } : { kind: 'limit' }
 }
 

@@ -1,4 +1,5 @@
--- Jobs (issue 14): a claim visits only queues with due work.
+-- Jobs (issue 14): a claim visits only queues with due work, and an enqueue may start its
+-- own job for the dispatcher of the process that enqueues.
 --
 -- `job_queue_marks.next_run_at` is a lower bound of the run_at of the queue's waiting
 -- (`queued`, `retry_wait`) jobs: null only when none waits. A claim walks the marks that are
@@ -40,14 +41,21 @@ select q.namespace_id, q.queue,
          where j.namespace_id = q.namespace_id and j.queue = q.queue and j.state in ('queued', 'retry_wait'))
   from platform.job_queues q;
 
--- Enqueue (migration 0026's statement): the job's mark is lowered and versioned, and the
--- queue's row is inserted only when the queue is new.
-create or replace function platform.enqueue_job(
+-- Enqueue (migration 0026's statement) with two changes: the job's mark is lowered and
+-- versioned, and, when the caller names a dispatcher (`p_owner`) that has a free slot for it,
+-- the job starts in the same statement (`claimed`: what the dispatcher needs to run it), on
+-- the same terms as a claim: due now, the queue's row locked (skipped, not awaited, when a
+-- claimer holds it), room under the job's pinned concurrency (`claimed` read through the
+-- lock, `ended` from the snapshot, so never over), nothing older due in the queue, the app
+-- active. Such a job is neither marked nor notified: no other process needs to look.
+drop function platform.enqueue_job(uuid, uuid, text, text, jsonb, text, text, uuid, integer, integer, integer, boolean, integer, timestamptz, timestamptz, integer);
+
+create function platform.enqueue_job(
   p_app_id uuid, p_namespace_id uuid, p_kind text, p_queue text, p_payload jsonb, p_payload_sha256 text,
   p_idempotency_key text, p_enqueued_by uuid, p_concurrency integer, p_max_attempts integer,
   p_retry_delay_seconds integer, p_retry_backoff boolean, p_timeout_seconds integer, p_run_at timestamptz,
-  p_now timestamptz, p_limit integer)
-returns table (existing jsonb, inserted jsonb, counted boolean)
+  p_now timestamptz, p_limit integer, p_owner text, p_lease_grace_seconds integer)
+returns table (existing jsonb, inserted jsonb, counted boolean, claimed jsonb)
 language plpgsql volatile
 as $$
 #variable_conflict use_column
@@ -73,25 +81,51 @@ begin
     returning 1
   ), queue_ends_row as (
     insert into platform.job_queue_ends (namespace_id, queue) select p_namespace_id, p_queue where exists (select 1 from queue_row)
+  ), slot as (
+    select q.claimed from platform.job_queues q
+      join platform.job_queue_ends e on e.namespace_id = q.namespace_id and e.queue = q.queue
+     where p_owner is not null and p_run_at <= p_now
+       and q.namespace_id = p_namespace_id and q.queue = p_queue
+       and exists (select 1 from counted)
+       and q.claimed - e.ended < p_concurrency
+       and not exists (select 1 from platform.jobs j
+                        where j.namespace_id = p_namespace_id and j.queue = p_queue
+                          and j.state in ('queued', 'retry_wait') and j.run_at <= p_now)
+       and exists (select 1 from platform.apps a where a.id = p_app_id and a.status = 'active')
+     for update of q skip locked
   ), inserted as (
     insert into platform.jobs as j (app_id, namespace_id, kind, queue, state, payload, payload_sha256, idempotency_key,
-      enqueued_by, concurrency, max_attempts, retry_delay_seconds, retry_backoff, timeout_seconds, run_at, created_at, updated_at)
+      enqueued_by, concurrency, max_attempts, retry_delay_seconds, retry_backoff, timeout_seconds, run_at, created_at, updated_at,
+      attempts, started_at, lease_owner, lease_expires_at)
     select p_app_id, p_namespace_id, p_kind, p_queue, 'queued', p_payload, p_payload_sha256, p_idempotency_key,
-           p_enqueued_by, p_concurrency, p_max_attempts, p_retry_delay_seconds, p_retry_backoff, p_timeout_seconds, p_run_at, p_now, p_now
-     where exists (select 1 from counted)
+           p_enqueued_by, p_concurrency, p_max_attempts, p_retry_delay_seconds, p_retry_backoff, p_timeout_seconds, p_run_at, p_now, p_now,
+           0, null, null, null
+     where exists (select 1 from counted) and not exists (select 1 from slot)
+    union all
+    select p_app_id, p_namespace_id, p_kind, p_queue, 'running', p_payload, p_payload_sha256, p_idempotency_key,
+           p_enqueued_by, p_concurrency, p_max_attempts, p_retry_delay_seconds, p_retry_backoff, p_timeout_seconds, p_run_at, p_now, p_now,
+           1, p_now, p_owner, p_now + make_interval(secs => coalesce(p_timeout_seconds, 900) + p_lease_grace_seconds)
+     where exists (select 1 from slot)
     on conflict (namespace_id, queue, idempotency_key) do nothing
     returning j.id, j.app_id, j.namespace_id, j.kind, j.queue, j.state, j.payload_sha256, j.attempts, j.max_attempts,
               j.concurrency, j.run_at, j.last_error, j.created_at, j.updated_at, j.started_at, j.finished_at
+  ), taken as (
+    update platform.job_queues q set claimed = q.claimed + 1
+     where q.namespace_id = p_namespace_id and q.queue = p_queue and exists (select 1 from inserted i where i.state = 'running')
   ), marked as (
     insert into platform.job_queue_marks as m (namespace_id, queue, next_run_at, version)
-    select i.namespace_id, i.queue, i.run_at, 1 from inserted i
+    select i.namespace_id, i.queue, i.run_at, 1 from inserted i where i.state = 'queued'
     on conflict (namespace_id, queue) do update set next_run_at = least(m.next_run_at, excluded.next_run_at), version = m.version + 1
   ), notified as (
-    select pg_notify('platform_jobs', '') from inserted i where i.run_at <= p_now
+    select pg_notify('platform_jobs', '') from inserted i where i.state = 'queued' and i.run_at <= p_now
   )
   select (select to_jsonb(e) from existing e),
          (select to_jsonb(i) from inserted i),
-         exists (select 1 from counted)
+         exists (select 1 from counted),
+         (select jsonb_build_object('id', i.id, 'app_id', i.app_id, 'namespace_id', i.namespace_id, 'kind', i.kind,
+                   'queue', i.queue, 'payload', p_payload, 'attempts', i.attempts, 'timeout_seconds', p_timeout_seconds,
+                   'app_slug', a.slug, 'app_status', a.status, 'app_release_id', a.active_release_id)
+            from inserted i join platform.apps a on a.id = i.app_id where i.state = 'running')
    where (select count(*) from notified) >= 0;  -- a plain CTE runs only when read
 end
 $$;
@@ -200,3 +234,4 @@ begin
 end
 $$;
 
+revoke execute on function platform.enqueue_job(uuid, uuid, text, text, jsonb, text, text, uuid, integer, integer, integer, boolean, integer, timestamptz, timestamptz, integer, text, integer) from public;
