@@ -41,7 +41,7 @@ export interface ChangeSubscriber {
   table: TableInfo
   events: ReadonlySet<ChangeEvent>
   filter: { column: string; value: string } | null
-  /** Called in position order, only with changes the identity may read. */
+  /** Called in position order, only with changes the identity may read (one object per change for an identity's subscribers). */
   deliver(change: DeliveredChange): void
   /** Changes up to `position` could not be checked (the identity's statement failed): they were not delivered. */
   missed(position: number): void
@@ -217,17 +217,20 @@ export function createChangeFeed(deps: { db: Db; sql: NamespaceSql; logger: Logg
     for (const change of entry.changes) {
       const found = byTable.get(change.table)
       if (!found) continue
+      // One object per change for all of the identity's subscribers (they may share its serialisation).
+      let delivered: DeliveredChange | null = null
       for (const [subscriber, filterAt] of found.table.subscribers) {
         if (!subscriber.events.has(change.op)) continue
         if (change.op === 'delete') {
           const deleted = found.answer.deleted.get(change.keyText)
           if (!deleted || (filterAt >= 0 && deleted.filters[filterAt] !== true)) continue
-          subscriber.deliver({ event: 'delete', table: change.table, key: change.key, position: change.position })
+          delivered ??= { event: 'delete', table: change.table, key: change.key, position: change.position }
         } else {
           const row = found.answer.rows.get(change.keyText)
           if (!row || (filterAt >= 0 && row.filters[filterAt] !== true)) continue
-          subscriber.deliver({ event: change.op, table: change.table, key: change.key, record: row.record, position: change.position })
+          delivered ??= { event: change.op, table: change.table, key: change.key, record: row.record, position: change.position }
         }
+        subscriber.deliver(delivered)
       }
     }
   }

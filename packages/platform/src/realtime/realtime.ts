@@ -173,6 +173,20 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
     return { ...base, code: body.error.code, message: body.error.message, ...(body.error.details === undefined ? {} : { details: body.error.details }) }
   }
 
+  /** A change's frame for a channel's subscription, serialised once for all the sockets that get the same. */
+  const changeFrames = new WeakMap<DeliveredChange, Map<string, string>>()
+  function changeFrame(change: DeliveredChange, channel: string, subscription: string): string {
+    let texts = changeFrames.get(change)
+    if (!texts) changeFrames.set(change, (texts = new Map()))
+    const key = `${subscription}\u0000${channel}`
+    let text = texts.get(key)
+    if (text === undefined) {
+      text = JSON.stringify({ type: 'change', channel, subscription, ...change })
+      texts.set(key, text)
+    }
+    return text
+  }
+
   function members(topic: string): Map<Connection, JoinedChannel> {
     let set = topics.get(topic)
     if (!set) topics.set(topic, (set = new Map()))
@@ -260,10 +274,10 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
       presencePending: [],
     }
     // Changes are held back until the join is answered, then sent in order.
-    let held: unknown[] | null = []
-    const emit = (frame: unknown) => {
-      if (held) held.push(frame)
-      else if (connection.send(frame)) sent++
+    let held: string[] | null = []
+    const emit = (text: string) => {
+      if (held) held.push(text)
+      else if (connection.sendText(text)) sent++
     }
     if (message.config.changes.length > 0) {
       const namespace = await namespaceOf(app.id)
@@ -272,8 +286,8 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
         const table = await tables.prepare(namespace, spec.table, spec.filter)
         const subscriber: ChangeSubscriber = {
           identity, table, events: spec.events, filter: spec.filter,
-          deliver: (change: DeliveredChange) => emit({ type: 'change', channel: channel.name, subscription: spec.id, ...change }),
-          missed: (position) => emit({ type: 'gap', channel: channel.name, position }),
+          deliver: (change: DeliveredChange) => emit(changeFrame(change, channel.name, spec.id)),
+          missed: (position) => emit(JSON.stringify({ type: 'gap', channel: channel.name, position })),
         }
         channel.subscribers.push(subscriber)
       }
@@ -287,7 +301,7 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
       return
     }
     connection.send({ type: 'joined', ref: message.ref, channel: channel.name, position, gap })
-    for (const frame of held) connection.send(frame)
+    for (const text of held) connection.sendText(text)
     held = null
     const present = await channelPresence(db, { appId: app.id, topic: channel.topic })
     const state: Record<string, { ref: string; state: Record<string, unknown> }[]> = {}
@@ -484,6 +498,7 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
     },
 
     async stop() {
+      if (stopping) return
       stopping = true
       authority.stop()
       if (presenceTimer) clearInterval(presenceTimer)
