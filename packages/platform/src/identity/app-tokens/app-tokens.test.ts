@@ -7,6 +7,7 @@ import { AUTH, deployPage, signedInBrowser } from '../../../test/sign-in-flow.ts
 import { sha256 } from '../../lib/crypto.ts'
 import { APP_CHANGED } from '../../apps/apps.ts'
 import { announceChange, dropLocal } from '../../db/notified-cache.ts'
+import { createAppToken } from './app-tokens.ts'
 
 const SECRET = /svc_app_[A-Za-z0-9_-]{43}/
 
@@ -237,6 +238,79 @@ describe(`app access tokens (${backend})`, () => {
     } finally {
       await change('update platform.apps set owner_id = $2 where slug = $1', ['vault', owner.userId])
     }
+  })
+
+  test('the table of valid tokens stays exact when a token is created while its app changes owner or its owner loses confirmation (concurrent transactions)', { skip: backend !== 'postgres' && 'PGlite is one session' }, async () => {
+    const [app] = await h.t.db.query<{ id: string }>(`select id from platform.apps where slug = 'vault'`)
+    const appId = app!.id
+    const heir = await h.createOwner('heir-race@acme.test')
+    /** Resolves once another session's statement starting with `text` waits for a lock. */
+    const waiting = async (text: string) => {
+      for (let i = 0; i < 1000; i++) {
+        const [row] = await h.t.db.query<{ n: number }>(
+          `select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like $1`, [`${text}%`])
+        if (row!.n > 0) return
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      throw new Error(`no statement waited: ${text}`)
+    }
+    const valid = async (tokenId: string) => (await h.t.db.query(
+      'select 1 from platform.app_token_callers where token_id = $1 and created_by = owner_id and owner_confirmed', [tokenId])).length === 1
+    /** Creates a token in a transaction and, before it commits, starts `change` on another connection and sees it wait. */
+    const createDuring = async (change: string, params: unknown[]) => {
+      let changed: Promise<unknown> = Promise.resolve()
+      const created = await h.t.db.transaction(async (tx) => {
+        const made = await createAppToken(tx, h.clock, { appId, name: 'race', createdBy: owner.userId })
+        changed = h.t.db.query(change, params)
+        await waiting(change)
+        return made
+      })
+      await changed
+      // The app edge's cache of this process is told, as every writer of apps must (see `change` above).
+      dropLocal(h.t.db, APP_CHANGED)
+      return created
+    }
+    const confirmAgain = () => h.t.db.query('update platform.users set email_confirmed_at = $2 where id = $1', [owner.userId, h.clock.now()])
+
+    // The change waits for the new token's transaction, then its trigger updates the new row.
+    const moved = await createDuring('update platform.apps set owner_id = $2 where id = $1', [appId, heir.userId])
+    try {
+      assert.equal(await valid(moved.token.id), false, 'moved to another owner while the token was created')
+      assert.equal((await h.request('/', { host: 'vault', token: moved.secret })).status, 401)
+    } finally {
+      await h.t.db.query('update platform.apps set owner_id = $2 where id = $1', [appId, owner.userId])
+      dropLocal(h.t.db, APP_CHANGED)
+    }
+    assert.equal(await valid(moved.token.id), true, 'moved back')
+    const unconfirmed = await createDuring('update platform.users set email_confirmed_at = null where id = $1', [owner.userId])
+    try {
+      assert.equal(await valid(unconfirmed.token.id), false, 'the owner lost confirmation while the token was created')
+    } finally {
+      await confirmAgain()
+    }
+
+    // The other way round: the token's trigger waits for the uncommitted change, then copies it.
+    let release!: () => void
+    const held = new Promise<void>((resolve) => { release = resolve })
+    let started!: () => void
+    const changing = new Promise<void>((resolve) => { started = resolve })
+    const change = h.t.db.transaction(async (tx) => {
+      await tx.query('update platform.users set email_confirmed_at = null where id = $1', [owner.userId])
+      started()
+      await held
+    })
+    await changing
+    const creating = createAppToken(h.t.db, h.clock, { appId, name: 'race', createdBy: owner.userId })
+    await waiting('insert into platform.app_access_tokens')
+    release()
+    await change
+    const late = await creating
+    try {
+      assert.equal(await valid(late.token.id), false, 'created while the owner was losing confirmation')
+    } finally {
+      await confirmAgain()
+    }
+    assert.equal(await valid(late.token.id), true, 'confirmed again')
   })
 
   test('an app token on the control plane gets 403 APP_TOKEN_NOT_ALLOWED', async () => {

@@ -4,9 +4,11 @@
  * shown once and only its SHA-256 is stored. Every request checks the token: it must be
  * unrevoked, its creator must still own the app and that owner's email must be confirmed.
  * Spec 2.3 says revalidated on every new request, so nothing is cached: each request reads
- * the token's state once, as a prepared statement on the platform's read pool (`Db.read`). A
- * revocation, an ownership change or a lost confirmation bites on the next request in every
- * process.
+ * the token's state once, from `platform.app_token_callers` (migration 0033: a row per
+ * unrevoked token with its app's owner and that owner's confirmation, kept by triggers in
+ * the transactions that change them), either inside the data statement or as a prepared
+ * statement on the platform's read pool (`Db.read`). A revocation, an ownership change or a
+ * lost confirmation bites on the next request in every process.
  *
  * Two ways to hand the value to a person, neither of which puts it in an API response:
  * - the owner API creates a token and returns a one-time reveal link (15 minutes) that shows
@@ -177,9 +179,10 @@ export async function verifyAppToken(db: Db, clock: Clock, token: string): Promi
 
 /**
  * What the data API's statement checks in its first CTE for a request with an app token
- * (`platform_gate.app_token_caller`, migration 0027; the same rules as `verifyAppToken`), so the
- * check and the data are one statement; null for a value that is not an app token. The
- * token is still revalidated on every request, in the statement itself (spec 2.3).
+ * (`platform_gate.app_token_caller`, migrations 0027 and 0033: one index probe on
+ * `platform.app_token_callers`; the same rules as `verifyAppToken`), so the check and the
+ * data are one statement; null for a value that is not an app token. The token is still
+ * revalidated on every request, in the statement itself (spec 2.3).
  * `passed` stamps `last_used_at` (at most once a minute), as `verifyAppToken` does.
  *
  * @example
@@ -197,25 +200,30 @@ export function appTokenGate(db: Db, clock: Clock, input: { token: string; appId
 }
 
 /**
- * A caller checked inside the data statement by `platform_gate.<check>_caller` (migration
- * 0027): which check, its arguments, and what to do once it has answered. Structurally the
- * data API's `CallerGate` (namespaces/namespace-sql.ts).
+ * A caller checked inside the data statement by `platform_gate.<check>_caller` (migrations
+ * 0027 and 0033): which check, its arguments, and what to do once it has answered.
+ * Structurally the data API's `CallerGate` (namespaces/namespace-sql.ts).
  */
 export interface DataGate {
-  check: 'app_token' | 'app_session'
+  check: 'app_token' | 'app_session' | 'app_cookie'
   args: readonly unknown[]
   passed?: (answer: { tokenId: string | null }) => void
 }
 
+/**
+ * The token's row in `platform.app_token_callers` (the rule the data statement's check
+ * applies: unrevoked, its creator the app's owner, the owner confirmed), with the app's slug
+ * and the owner's record.
+ */
 async function findByHash(db: Pick<Db, 'read'>, hash: Uint8Array): Promise<VerifiedAppToken | null> {
   const [row] = await db.read<Record<string, unknown>>(
-    `select t.id as token_id, a.id as app_id, a.slug as app_slug,
+    `select c.token_id, a.id as app_id, a.slug as app_slug,
             u.id, u.organisation_id, u.email, u.display_name, u.organisation_role,
             u.is_platform_admin, u.email_confirmed_at, u.confirmation_deadline, u.paused_at
-       from platform.app_access_tokens t
-       join platform.apps a on a.id = t.app_id and a.owner_id = t.created_by
-       join platform.users u on u.id = a.owner_id
-      where t.token_hash = $1 and t.revoked_at is null and u.email_confirmed_at is not null`,
+       from platform.app_token_callers c
+       join platform.apps a on a.id = c.app_id
+       join platform.users u on u.id = c.owner_id
+      where c.token_hash = $1 and c.created_by = c.owner_id and c.owner_confirmed`,
     [hash])
   if (!row) return null
   return Object.freeze({
