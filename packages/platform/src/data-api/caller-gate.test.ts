@@ -1,18 +1,23 @@
 /**
- * A bearer caller of `/rest/v1` (an app access token, or a signed-in person's access token)
- * is checked inside the data statement (migration 0027, `platform_gate.app_token_caller` and `app_session_caller`): one
+ * A caller of `/rest/v1` (an app access token, a signed-in person's access token, or a
+ * browser's app session cookie) is checked inside the data statement (migrations 0027 and
+ * 0033, `platform_gate.app_token_caller`, `app_session_caller` and `app_cookie_caller`): one
  * statement per request, and every guarantee of a separate check kept. A revoked token or a
- * signed-out session is refused on its next request; a refused caller gets its refusal
- * whatever else is wrong with the request, and none of the app's SQL runs for it; app SQL
- * cannot use the check to learn about another app's callers.
+ * signed-out or expired session is refused on its next request; a refused caller gets its
+ * refusal whatever else is wrong with the request, and none of the app's SQL runs for it;
+ * app SQL cannot use the check to learn about another app's callers. A cookie whose access
+ * is in its final minute is refreshed first, as on every other path, and a cookie that names
+ * no live session reads a public app as anonymous, as before.
  */
 import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import { backend, createTestDb } from '../../test/test-db.ts'
 import type { Db } from '../db/db.ts'
 import { startHarness, type Harness } from '../../test/harness.ts'
 import { createAppToken } from '../identity/index.ts'
 import { appUrl, deployDataApp, expectJson, rest, revealAppToken, signIn, signInBrowser, type SignedIn } from '../../test/data-fixture.ts'
+import type { CookieClient } from '../../test/cookie-client.ts'
 
 const SQL = `
 create table notes (id serial primary key, body text not null);
@@ -36,7 +41,21 @@ function counting(db: Db): { db: Db; reads: () => number } {
   }
 }
 
-describe(`the data API checks a bearer caller inside its data statement (${backend})`, () => {
+/**
+ * The cookies a browser holds for an app's origin: the Cookie header to replay after the
+ * browser has moved on, and the SHA-256 of its app session cookie (`app_sessions.secret_hash`).
+ */
+function cookiesOf(browser: CookieClient, slug: string): { header: string; hash: Buffer } {
+  const cookies = [...browser.cookies(new URL(appUrl(slug)).host)]
+  const session = cookies.find(([name]) => name.endsWith('svc_app_session'))
+  assert.ok(session, 'the browser holds an app session cookie')
+  return {
+    header: cookies.map(([name, c]) => `${name}=${c.value}`).join('; '),
+    hash: createHash('sha256').update(session[1].value).digest(),
+  }
+}
+
+describe(`the data API checks a caller inside its data statement (${backend})`, () => {
   let h: Harness
   let reads: () => number
   let owner: { token: string; userId: string }
@@ -60,16 +79,27 @@ describe(`the data API checks a bearer caller inside its data statement (${backe
     await signInBrowser(h, 'alpha', 'ann@example.test')
     assert.equal((await h.request('/v1/apps/alpha/grants', { token: owner.token, json: { email: 'ann@example.test' } })).status, 201)
     ann = await signIn(h, 'alpha', 'ann@example.test')
+    await deployDataApp(h, owner.token, { slug: 'gamma', sql: SQL, visibility: 'public' })
   })
   after(() => h.close())
 
-  for (const who of ['app token', 'user JWT'] as const) {
-    test(`a read with ${who === 'app token' ? 'an app token' : 'a user JWT'} is one statement: no platform read before the data statement`, async () => {
-      const token = who === 'app token' ? alphaToken : ann.accessToken
-      await expectJson(await rest(h, 'alpha', '/notes?select=body', { token }), 200) // warm caches (app, schema, namespace)
+  /** `{app_url}/rest/v1{path}` with a replayed Cookie header, as a browser's SDK sends it. */
+  const byCookie = (slug: string, path: string, cookie: string, init: { json?: unknown } = {}) =>
+    h.platform.fetch(new Request(`${appUrl(slug)}/rest/v1${path}`, {
+      method: init.json === undefined ? 'GET' : 'POST',
+      headers: { accept: 'application/json', cookie, ...(init.json === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(init.json === undefined ? {} : { body: JSON.stringify(init.json) }),
+    }))
+
+  for (const who of ['app token', 'user JWT', 'session cookie'] as const) {
+    test(`a read with ${who === 'app token' ? 'an app token' : `a ${who}`} is one statement: no platform read before the data statement`, async () => {
+      const send = (path: string) => who === 'session cookie'
+        ? ann.browser.fetch(`${appUrl('alpha')}/rest/v1${path}`, { headers: { accept: 'application/json' } })
+        : rest(h, 'alpha', path, { token: who === 'app token' ? alphaToken : ann.accessToken })
+      await expectJson(await send('/notes?select=body'), 200) // warm caches (app, schema, namespace)
       const statsBefore = h.platform.appSql.stats()
       const readsBefore = reads()
-      const body = await expectJson(await rest(h, 'alpha', '/rpc/whoami', { token }), 200)
+      const body = await expectJson(await send('/rpc/whoami'), 200)
       assert.deepEqual(body, who === 'app token'
         ? { uid: owner.userId, email: 'owner@acme.test' }
         : { uid: ann.userId, email: 'ann@example.test' })
@@ -86,6 +116,75 @@ describe(`the data API checks a bearer caller inside its data statement (${backe
     assert.equal(out.status, 200)
     const refused = await expectJson(await rest(h, 'alpha', '/notes', { token: bob.accessToken }), 401)
     assert.equal(refused.error.code, 'AUTH_REQUIRED')
+  })
+
+  test('a session cookie is refused on its next data request once its session is signed out, even for a table that does not exist', async () => {
+    const bob = await signInBrowser(h, 'alpha', 'owner@acme.test')
+    const { header } = cookiesOf(bob, 'alpha')
+    assert.equal((await byCookie('alpha', '/notes', header)).status, 200)
+    const out = await bob.fetch(`${appUrl('alpha')}/_service/auth/sign-out`, { method: 'POST', headers: { 'x-service-sdk': '1' } })
+    assert.equal(out.status, 200)
+    for (const path of ['/notes', '/no_such_table', '/notes?id=zz.1']) {
+      assert.equal((await expectJson(await byCookie('alpha', path, header), 401)).error.code, 'AUTH_REQUIRED', path)
+    }
+    const write = await expectJson(await byCookie('alpha', '/notes', header, { json: { body: 'after sign-out' } }), 401)
+    assert.equal(write.error.code, 'AUTH_REQUIRED')
+  })
+
+  test('a session cookie of a person without access to a private app gets 403 ACCESS_DENIED from the data statement\'s check', async () => {
+    const eve = await signInBrowser(h, 'alpha', 'eve@example.test')
+    const { header } = cookiesOf(eve, 'alpha')
+    for (const path of ['/notes', '/no_such_table']) {
+      assert.equal((await expectJson(await byCookie('alpha', path, header), 403)).error.code, 'ACCESS_DENIED', path)
+    }
+  })
+
+  test('a session cookie whose access is in its final minute is refreshed first, then the request runs as its person', async () => {
+    const browser = await signInBrowser(h, 'alpha', 'ann@example.test')
+    const { header, hash } = cookiesOf(browser, 'alpha')
+    const soon = new Date(h.clock.now().getTime() + 30_000)
+    await h.t.db.query('update platform.app_sessions set access_expires_at = $2 where secret_hash = $1', [hash, soon])
+    const body = await expectJson(await byCookie('alpha', '/rpc/whoami', header), 200)
+    assert.deepEqual(body, { uid: ann.userId, email: 'ann@example.test' })
+    const [row] = await h.t.db.query<{ access_expires_at: Date }>(
+      'select access_expires_at from platform.app_sessions where secret_hash = $1', [hash])
+    assert.ok(row!.access_expires_at.getTime() > soon.getTime(), 'the access was refreshed')
+    const statsBefore = h.platform.appSql.stats()
+    const readsBefore = reads()
+    assert.equal((await byCookie('alpha', '/notes', header)).status, 200)
+    const stats = h.platform.appSql.stats()
+    assert.equal(reads() - readsBefore, 0, 'refreshed: the next request is one statement again')
+    assert.equal((stats.login - statsBefore.login) + (stats.wrapper - statsBefore.wrapper), 1)
+  })
+
+  test('a cookie that names no live session reads a public app as anonymous (and is cleared), cannot write, and gets 401 from a private app', async () => {
+    const stale = 'svc_app_session=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'
+    const browser = await signInBrowser(h, 'gamma', 'ann@example.test')
+    const { header: live } = cookiesOf(browser, 'gamma')
+    for (const cookie of [stale, live.replace(/=[^;]*/g, '=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA')]) {
+      const res = await byCookie('gamma', '/rpc/whoami', cookie)
+      assert.deepEqual(await expectJson(res, 200), { uid: null, email: null }, cookie)
+      for (const table of ['/notes', '/no_such_table']) {
+        const write = await expectJson(await byCookie('gamma', table, cookie, { json: { body: 'anonymous' } }), 401)
+        assert.equal(write.code, '42501', table)
+      }
+      assert.equal((await expectJson(await byCookie('alpha', '/notes', cookie), 401)).error.code, 'AUTH_REQUIRED')
+    }
+    const cleared = await byCookie('gamma', '/notes', live.replace(/=[^;]*/g, '=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'))
+    assert.equal(cleared.status, 200)
+    assert.ok(cleared.headers.getSetCookie().some((c) => /max-age=0/i.test(c)), 'the stale cookie is cleared')
+    assert.deepEqual(await expectJson(await byCookie('gamma', '/rpc/whoami', live), 200), { uid: ann.userId, email: 'ann@example.test' })
+  })
+
+  test('a session cookie is refused on its next data request once its session has expired', async () => {
+    const browser = await signInBrowser(h, 'alpha', 'owner@acme.test')
+    const { header, hash } = cookiesOf(browser, 'alpha')
+    // This session's 30 days end in two minutes (and its access with them: no refresh before).
+    const end = new Date(h.clock.now().getTime() + 120_000)
+    await h.t.db.query('update platform.app_sessions set expires_at = $2, access_expires_at = $2 where secret_hash = $1', [hash, end])
+    assert.deepEqual(await expectJson(await byCookie('alpha', '/rpc/whoami', header), 200), { uid: owner.userId, email: 'owner@acme.test' })
+    h.clock.advance(121_000)
+    assert.equal((await expectJson(await byCookie('alpha', '/rpc/whoami', header), 401)).error.code, 'AUTH_REQUIRED')
   })
 
   test('a person whose grant was revoked gets 403 ACCESS_DENIED on the next request, even for a table that does not exist', async () => {

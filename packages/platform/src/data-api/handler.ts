@@ -28,11 +28,20 @@ export interface DataCaller {
   /** How the edge identified the caller; a session cookie must send JSON with a JSON type. */
   via?: 'anonymous' | 'session' | 'access_token' | 'app_token'
   /**
-   * A bearer caller the edge has not checked against the database: the data statement checks
-   * it in its first CTE (one statement in all), and a request that fails before its
-   * statement runs checks it on its own, so a refused caller always gets the refusal.
+   * A caller the edge has not checked against the database (a bearer token, a session
+   * cookie): the data statement checks it in its first CTE (one statement in all), and a
+   * request that fails before its statement runs checks it on its own, so a refused caller
+   * always gets the refusal.
    */
   gate?: CallerGate
+  /**
+   * With a session cookie's gate: the caller resolved without the gate, for when the gate
+   * answers SVA02 (the session's access must be refreshed first, through the central auth,
+   * outside any statement) or SVA01 (no live session: a stale cookie reads as anonymous, it
+   * is not refused). Throws the edge's refusal for a private app. The gate raises before any
+   * app code runs, so the statement is then run again, as the resolved caller.
+   */
+  resolve?: () => Promise<Pick<DataCaller, 'user' | 'via'>>
 }
 
 export interface DataApiDeps {
@@ -42,9 +51,13 @@ export interface DataApiDeps {
   sql: NamespaceSql
 }
 
+function sqlState(error: unknown): unknown {
+  return typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined
+}
+
 /** The gate's refusals (migration 0027) as the edge answers them; null for any other error. */
 function gateRefusal(error: unknown): ServiceError | null {
-  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined
+  const code = sqlState(error)
   if (code === 'SVA01') return new ServiceError('AUTH_REQUIRED', error instanceof Error ? error.message : 'the access token is not valid for this app')
   if (code === 'SVA03') return new ServiceError('ACCESS_DENIED', 'your account has no access to this app')
   return null
@@ -72,6 +85,11 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
 function errorResponse(status: number, body: PostgrestErrorBody, headers: Record<string, string> = {}): Response {
   // PostgREST asks for credentials on every 401.
   return json(status, body, status === 401 ? { 'www-authenticate': 'Bearer', ...headers } : headers)
+}
+
+function anonymousWrite(): PostgrestError {
+  return new PostgrestError('42501', 401, 'Writes need a signed-in user: anonymous callers can only read',
+    { hint: 'Sign in first; the browser SDK does this for you' })
 }
 
 function notSingular(rows: number): PostgrestError {
@@ -138,9 +156,18 @@ function checkProfile(request: Request, namespace: Namespace): void {
   throw new PostgrestError('PGRST106', 406, 'The schema must be one of the following: public')
 }
 
+/** Who a request is from, as it becomes known. */
+interface Call {
+  caller: DataCaller
+  /** The caller is known: its gate answered, or it was resolved without one (or had none). */
+  settled: boolean
+  /** The request writes (or calls a volatile function): an anonymous caller is refused. */
+  writes: boolean
+}
+
 interface Context {
   app: App
-  caller: DataCaller
+  call: Call
   request: Request
   namespace: Namespace
   schema: Schema
@@ -163,7 +190,7 @@ export function createDataApi(deps: DataApiDeps) {
   }
 
   function claimsOf(ctx: Context): Record<string, unknown> {
-    const user = ctx.caller.user
+    const user = ctx.call.caller.user
     return user
       ? { sub: user.id, role: 'authenticated', email: user.email, aud: ctx.app.id }
       : { role: 'anon', aud: ctx.app.id }
@@ -185,10 +212,20 @@ export function createDataApi(deps: DataApiDeps) {
    * affected), as PostgREST does.
    */
   async function execute(ctx: Context, statement: Statement, options: { readOnly: boolean; check?: (result: Result) => void }): Promise<Result> {
+    try {
+      return await executeOnce(ctx, statement, options)
+    } catch (error) {
+      if (!(await resolveCaller(ctx.call, error))) throw error
+      if (writesAnonymously(ctx.call)) throw anonymousWrite()
+      return executeOnce(ctx, statement, options)
+    }
+  }
+
+  async function executeOnce(ctx: Context, statement: Statement, options: { readOnly: boolean; check?: (result: Result) => void }): Promise<Result> {
     const estimates = statement.countSource !== undefined && (ctx.prefer.count === 'planned' || ctx.prefer.count === 'estimated')
     const rollbackCheck = !options.readOnly && (ctx.media.single || ctx.prefer.maxAffected !== undefined)
     const target = { namespace: ctx.namespace, role: 'user' as const }
-    const gate = ctx.caller.gate
+    const gate = ctx.call.caller.gate
     const run = gate ? { claims: null, readOnly: options.readOnly, gate } : { claims: claimsOf(ctx), readOnly: options.readOnly }
     if (!estimates && !rollbackCheck) {
       const result = (await deps.sql.statement(target, statement, { ...run, separateClaims: ctx.schema.partitioned })) as Result
@@ -209,11 +246,29 @@ export function createDataApi(deps: DataApiDeps) {
     })
   }
 
-  function refuseAnonymousWrite(caller: DataCaller) {
-    if (!caller.user && !caller.gate) {
-      throw new PostgrestError('42501', 401, 'Writes need a signed-in user: anonymous callers can only read',
-        { hint: 'Sign in first; the browser SDK does this for you' })
-    }
+  /** Marks the request as one that writes, and refuses it to an anonymous caller before any SQL runs. */
+  function refuseAnonymousWrite(call: Call) {
+    call.writes = true
+    if (writesAnonymously(call)) throw anonymousWrite()
+  }
+
+  /**
+   * Resolves a caller without its gate (`DataCaller.resolve`) when the gate answered SVA01 or
+   * SVA02 and the caller can be resolved so; false when not. The resolver's refusals (a
+   * private app) are thrown as they are.
+   */
+  async function resolveCaller(call: Call, error: unknown): Promise<boolean> {
+    const { resolve } = call.caller
+    const code = sqlState(error)
+    if (!call.caller.gate || !resolve || (code !== 'SVA01' && code !== 'SVA02')) return false
+    call.settled = true
+    call.caller = await resolve()
+    return true
+  }
+
+  /** A write by a caller who turned out anonymous: refused, as it would have been before any SQL ran. */
+  function writesAnonymously(call: Call): boolean {
+    return call.writes && !call.caller.user && !call.caller.gate
   }
 
   function singleCheck(ctx: Context, rowsOf: (result: Result) => number): (result: Result) => void {
@@ -253,10 +308,10 @@ export function createDataApi(deps: DataApiDeps) {
   }
 
   async function write(ctx: Context, resource: string, url: URL): Promise<Response> {
-    refuseAnonymousWrite(ctx.caller)
+    refuseAnonymousWrite(ctx.call)
     const method = ctx.request.method as 'POST' | 'PATCH' | 'DELETE'
     const parsed = parseMutationParams(resource, url.searchParams, { method })
-    const payload = method === 'DELETE' ? null : await readBody(ctx.request, ctx.caller)
+    const payload = method === 'DELETE' ? null : await readBody(ctx.request, ctx.call.caller)
     const statement = buildWrite(ctx.schema, { request: parsed, prefer: ctx.prefer, body: payload })
     const { prefer } = ctx
     const result = await execute(ctx, statement, {
@@ -308,7 +363,7 @@ export function createDataApi(deps: DataApiDeps) {
     if (method === 'GET' || method === 'HEAD') {
       args = Object.fromEntries(parsed.rpcArguments.map((a) => [a.name, a.value]))
     } else if (method === 'POST') {
-      const payload = await readBody(ctx.request, ctx.caller)
+      const payload = await readBody(ctx.request, ctx.call.caller)
       if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
         throw new PostgrestError('PGRST102', 400, 'Empty or invalid json: function arguments are a JSON object')
       }
@@ -318,7 +373,7 @@ export function createDataApi(deps: DataApiDeps) {
     }
     const fn = chooseFunction(ctx.schema, name, new Set(Object.keys(args)))
     // Volatile functions may write: never for anonymous callers, and read-only under GET.
-    if (fn.volatility === 'volatile') refuseAnonymousWrite(ctx.caller)
+    if (fn.volatility === 'volatile') refuseAnonymousWrite(ctx.call)
     const statement = buildCall(ctx.schema, fn, args, parsed, ctx.prefer)
     const returnsRows = fn.returnsSet
     const result = await execute(ctx, statement, {
@@ -339,16 +394,16 @@ export function createDataApi(deps: DataApiDeps) {
   return {
     /** Answers one request under `/rest/v1/`. */
     async handle(app: App, sent: DataCaller, request: Request): Promise<Response> {
-      let passed = false
+      const call: Call = { caller: sent, settled: !sent.gate, writes: false }
       const gate: CallerGate | undefined = sent.gate && {
         check: sent.gate.check,
         args: sent.gate.args,
         passed: (answer) => {
-          passed = true
+          call.settled = true
           sent.gate?.passed?.(answer)
         },
       }
-      const caller: DataCaller = gate ? { ...sent, gate } : sent
+      if (gate) call.caller = { ...sent, gate }
       try {
         if (!app.activeReleaseId) throw new PostgrestError('PGRST002', 503, `${app.slug} has no release yet`)
         const url = new URL(request.url)
@@ -359,7 +414,7 @@ export function createDataApi(deps: DataApiDeps) {
         const namespace = await namespaceOf(app)
         checkProfile(request, namespace)
         const schema = await deps.schemas.get(deps.db, { schemaName: namespace.schemaName, releaseId: app.activeReleaseId })
-        const ctx: Context = { app, caller, request, namespace, schema, prefer, media }
+        const ctx: Context = { app, call, request, namespace, schema, prefer, media }
         if (segments.length === 2 && segments[0] === 'rpc' && segments[1]) return await rpc(ctx, segments[1], url)
         if (segments.length !== 1 || !segments[0]) {
           throw new PostgrestError('PGRST125', 404, `Invalid path specified in request URL: ${url.pathname}`)
@@ -368,20 +423,22 @@ export function createDataApi(deps: DataApiDeps) {
         if (method === 'GET' || method === 'HEAD') return await read(ctx, segments[0], url)
         if (method === 'POST' || method === 'PATCH' || method === 'DELETE') return await write(ctx, segments[0], url)
         throw new PostgrestError('PGRST117', 405, `Unsupported HTTP method: ${method}`)
-      } catch (error) {
-        if (gate) {
+      } catch (caught) {
+        let error = caught
+        if (call.caller.gate) {
           const refused = gateRefusal(error)
           if (refused) throw refused
           // Failed before the gate answered (a bad query, no such table): the caller first.
-          if (!passed) {
+          if (!call.settled) {
             try {
-              await deps.sql.checkCaller(gate)
+              await deps.sql.checkCaller(call.caller.gate)
             } catch (checkError) {
-              throw gateRefusal(checkError) ?? checkError
+              if (!(await resolveCaller(call, checkError))) throw gateRefusal(checkError) ?? checkError
+              if (writesAnonymously(call)) error = anonymousWrite()
             }
           }
         }
-        const described = toPostgrestError(error, caller.user !== null || gate !== undefined)
+        const described = toPostgrestError(error, call.caller.user !== null || call.caller.gate !== undefined)
         if (described) return errorResponse(described.status, described.body, error instanceof PostgrestError ? error.headers : {})
         throw error
       }

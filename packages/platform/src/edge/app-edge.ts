@@ -3,7 +3,8 @@
  * custom domain mapped to it, whose origin then stands for the app's in redirects and
  * same-origin checks) and refuse an inactive one; the sign-in endpoints (callback,
  * sign-in, sign-out); identify the caller (app session cookie,
- * or a bearer access token for this app); who the caller is (`/_service/auth/user`); admit
+ * or a bearer access token for this app; on the data API, checked by the data statement
+ * itself); who the caller is (`/_service/auth/user`); admit
  * private apps (no identity: sign-in redirect for a browser page, 401 for an API; identity
  * without access: 403); then the SDK, session tokens, the runtime APIs and the frontend.
  * Runtime APIs not built yet answer NOT_IMPLEMENTED by name.
@@ -39,11 +40,19 @@ export interface Caller {
    */
   customDomain: string | null
   /**
-   * A bearer caller of the data API not yet checked against the database: its data statement
-   * checks it before any app code runs (one statement for both; migration 0027). Set only on
-   * `/rest/v1` requests, where `user` stays null until then and admission is that check's.
+   * A caller of the data API not yet checked against the database (a bearer token, or a
+   * session cookie on a request that is not a page): its data statement checks it before any
+   * app code runs (one statement for both; migrations 0027 and 0033). Set only on `/rest/v1`
+   * requests, where `user` stays null until then and admission is that check's.
    */
   gate?: DataGate
+  /**
+   * With a session cookie's gate: the caller resolved without it (`resolveAppSession`,
+   * which refreshes the session in its access's final minute, and a private app's
+   * admission), for when the gate answers that the session must be refreshed first or that
+   * the cookie names no live session (then anonymous, the cookie cleared, as before).
+   */
+  resolve?: () => Promise<{ user: User | null; via: 'anonymous' | 'session' }>
 }
 
 /**
@@ -51,7 +60,13 @@ export interface Caller {
  * for redirects and same-origin checks. `granted`: the caller's grant to this app, when
  * identify read it with their session.
  */
-type EdgeEnv = { Variables: { app: App; origin: string; customDomain: string | null; caller: Caller; granted?: boolean } }
+type EdgeEnv = {
+  Variables: {
+    app: App; origin: string; customDomain: string | null; caller: Caller; granted?: boolean
+    /** The app session cookie was cleared on this request (it named no live session). */
+    cookieCleared?: boolean
+  }
+}
 
 export interface EdgeDeps {
   db: Db
@@ -88,7 +103,7 @@ function wantsPage(c: Context): boolean {
   return (c.req.method === 'GET' || c.req.method === 'HEAD') && (c.req.header('accept') ?? '').includes('text/html')
 }
 
-/** The data API's paths: a bearer caller there is checked inside the data statement. */
+/** The data API's paths: a bearer or cookie caller there is checked inside the data statement. */
 function isDataPath(path: string): boolean {
   return path === '/rest/v1' || path.startsWith('/rest/v1/')
 }
@@ -190,6 +205,26 @@ export function appEdge(deps: EdgeDeps) {
     return c.json({ signedOut })
   })
 
+  /**
+   * A data request's cookie resolved as every other request resolves it (see `identify` and
+   * the admission below), for when its gate could not answer: the session refreshed first,
+   * or a cookie that names no live session (anonymous; a private app asks to sign in).
+   */
+  const cookieCaller = async (c: Context<EdgeEnv>, cookie: string): Promise<{ user: User | null; via: 'anonymous' | 'session' }> => {
+    const app = c.var.app
+    const state = await resolveAppSession(deps.sessions, app.id, cookie)
+    if (state.status !== 'active') {
+      clearCookie(c, deps.cookies, 'appSession')
+      c.set('cookieCleared', true)
+      if (app.visibility !== 'public') throw new ServiceError('AUTH_REQUIRED', 'this app is private: sign in first')
+      return { user: null, via: 'anonymous' }
+    }
+    if (app.visibility !== 'public' && !(await accessReason(deps.db, { app, user: state.user, granted: state.granted }))) {
+      throw new ServiceError('ACCESS_DENIED', 'your account has no access to this app')
+    }
+    return { user: state.user, via: 'session' }
+  }
+
   const identify: MiddlewareHandler<EdgeEnv> = async (c, next) => {
     const app = c.var.app
     const authorization = c.req.header('authorization')
@@ -228,12 +263,24 @@ export function appEdge(deps: EdgeDeps) {
       return next()
     }
     const cookie = readCookie(c, deps.cookies, 'appSession')
+    // A browser's data request (not a page, which may be sent to sign in): its session, and
+    // a private app's admission, are checked by the data statement, as for a bearer caller.
+    if (cookie !== undefined && isDataPath(c.req.path) && !wantsPage(c)) {
+      const gate = appSessionGate(deps.clock, { app, cookie })
+      if (gate) {
+        c.set('caller', { user: null, appSessionId: null, via: 'session', customDomain: null, gate, resolve: () => cookieCaller(c, cookie) })
+        return next()
+      }
+    }
     const state = await resolveAppSession(deps.sessions, app.id, cookie)
     if (state.status === 'active') {
       c.set('caller', { user: state.user, appSessionId: state.appSession.id, via: 'session', customDomain: state.appSession.customDomain })
       c.set('granted', state.granted)
     } else {
-      if (cookie) clearCookie(c, deps.cookies, 'appSession')
+      if (cookie) {
+        clearCookie(c, deps.cookies, 'appSession')
+        c.set('cookieCleared', true)
+      }
       c.set('caller', { user: null, appSessionId: null, via: 'anonymous', customDomain: null })
     }
     return next()
@@ -247,7 +294,7 @@ export function appEdge(deps: EdgeDeps) {
 
   edge.use('*', async (c, next) => {
     const app = c.var.app
-    // A data API bearer: admitted (or refused) by the data statement's check, as above.
+    // A data API caller with a gate: admitted (or refused) by the data statement's check, as above.
     if (app.visibility === 'public' || c.var.caller.gate) return next()
     const user = c.var.caller.user
     if (!user) {
@@ -284,8 +331,17 @@ export function appEdge(deps: EdgeDeps) {
       { 'cache-control': 'no-store' })
   })
 
-  edge.all('/rest/v1/*', (c) => deps.dataApi.handle(c.var.app, c.var.caller, c.req.raw))
-  edge.all('/rest/v1', (c) => deps.dataApi.handle(c.var.app, c.var.caller, c.req.raw))
+  /**
+   * The data API's response; when the edge cleared a stale session cookie meanwhile, rebuilt
+   * through Hono with that header (a Response returned as it is would drop it). Only then:
+   * a rebuilt response streams its body, which costs the server more than the one it wraps.
+   */
+  const serveData = async (c: Context<EdgeEnv>) => {
+    const res = await deps.dataApi.handle(c.var.app, c.var.caller, c.req.raw)
+    return c.var.cookieCleared ? c.newResponse(res.body, res) : res
+  }
+  edge.all('/rest/v1/*', serveData)
+  edge.all('/rest/v1', serveData)
   // Anything else under /rest/ (e.g. a normalised /rest/v1/../x) is not the frontend's.
   edge.all('/rest/*', (c) => c.json({ code: 'PGRST125', message: `Invalid path specified in request URL: ${new URL(c.req.url).pathname}`, details: null, hint: null }, 404))
   edge.all('/_service/functions/:name', (c) =>

@@ -50,18 +50,19 @@ export interface RunOptions {
 }
 
 /**
- * A bearer caller checked in the data statement itself (migration 0027: on a login pool by
+ * A caller checked in the data statement itself (migrations 0027 and 0033: on a login pool by
  * `platform_gate.<check>_caller`, the session check answering only the app's own user role;
  * on the wrapper path on the platform's connection, in the same statement as the wrapper
  * call), so checking the caller and running the data is one statement. The
- * check raises SQLSTATE `SVA01` (not valid for this app) or `SVA03` (a private app not
- * shared with the person) before any app code runs; else its claims are set as
- * `request.jwt.claims`.
+ * check raises SQLSTATE `SVA01` (not valid for this app), `SVA02` (a session cookie whose
+ * access must be refreshed first) or `SVA03` (a private app not shared with the person)
+ * before any app code runs; else its claims are set as `request.jwt.claims`.
  */
 export interface CallerGate {
   /**
-   * `app_token` with `[appId, tokenSha256Hex]`, or `app_session` with
-   * `[appId, appSessionId, userId, nowIso, appIsPrivate, ownerId]`.
+   * `app_token` with `[appId, tokenSha256Hex]`, `app_session` (a bearer access token) with
+   * `[appId, appSessionId, userId, nowIso, appIsPrivate, ownerId]`, or `app_cookie` (the
+   * session cookie) with `[appId, cookieSha256Hex, nowIso, refreshByIso, appIsPrivate, ownerId]`.
    */
   check: keyof typeof GATE_CHECKS
   args: readonly unknown[]
@@ -74,10 +75,11 @@ export interface GateAnswer {
   tokenId: string | null
 }
 
-/** The checks of migration 0027 and their arguments' SQL types. */
+/** The checks of migrations 0027 and 0033 and their arguments' SQL types. */
 const GATE_CHECKS = {
   app_token: ['uuid', 'text'],
   app_session: ['uuid', 'uuid', 'uuid', 'timestamptz', 'boolean', 'uuid'],
+  app_cookie: ['uuid', 'text', 'timestamptz', 'timestamptz', 'boolean', 'uuid'],
 } as const
 
 /**
@@ -88,9 +90,10 @@ function gateCall(gate: CallerGate, on: 'login' | 'platform', first: number): st
   const types = GATE_CHECKS[gate.check]
   if (!types || gate.args.length !== types.length) throw new Error(`caller gate ${String(gate.check)}: wrong arguments`)
   const args = types.map((type, i) => `$${first + i}::${type}`)
-  // The token check is the same for both (its argument is the token's secret hash); the
-  // session check's `platform_gate` door binds it to the login role, the platform's has none.
-  return on === 'login' || gate.check === 'app_token'
+  // The token and cookie checks are the same for both (their argument is the hash of a
+  // secret); the session check's `platform_gate` door binds it to the login role, the
+  // platform's has none.
+  return on === 'login' || gate.check !== 'app_session'
     ? `platform_gate.${gate.check}_caller(${args.join(', ')})`
     : `platform.${gate.check}_caller(${args.join(', ')}, null)`
 }

@@ -141,24 +141,45 @@ export async function appSessionById(deps: Pick<AppSessionDeps, 'db' | 'clock'>,
   return row ? stateFromRow(row) : { status: 'none' }
 }
 
+type GateApp = { id: string; ownerId: string; visibility: string }
+
 /**
- * What the data API's statement checks in its first CTE for a request with a verified access
- * token (`platform_gate.app_session_caller`, migration 0027): the same rules as `appSessionById`
- * (the app session and its central session unrevoked and unexpired, of the token's subject)
- * and, for a private app, the edge's admission (`accessReason`: the owner, a confirmed person
- * it was shared with, a confirmed platform administrator). One statement for check and data;
- * a signed-out session's token is refused on its next request, as before.
+ * What the data API's statement checks in its first CTE for a request that names an app
+ * session, so check and data are one statement; a signed-out or expired session is refused
+ * on its next request, as before. Two ways to name it:
+ * - a verified access token's claims (`sessionId`, `userId`): `platform_gate.app_session_caller`
+ *   (migration 0027), the same rules as `appSessionById` (the app session and its central
+ *   session unrevoked and unexpired, of the token's subject);
+ * - the session cookie (`cookie`): `platform_gate.app_cookie_caller` (migration 0033), the
+ *   same rules as `resolveAppSession`, whose refresh in the access's final minute the check
+ *   cannot make: it answers SVA02 then, and the caller is resolved by `resolveAppSession`.
+ *   Null for a value that cannot be a cookie.
+ * Both add, for a private app, the edge's admission (`accessReason`: the owner, a confirmed
+ * person it was shared with, a confirmed platform administrator).
  *
  * @example
  *   const gate = appSessionGate(clock, { app, sessionId: claims.sid, userId: claims.sub })
+ *   const cookieGate = appSessionGate(clock, { app, cookie })
  */
+export function appSessionGate(clock: Clock, input: { app: GateApp; sessionId: string; userId: string }): { check: 'app_session'; args: readonly unknown[] }
+export function appSessionGate(clock: Clock, input: { app: GateApp; cookie: string }): { check: 'app_cookie'; args: readonly unknown[] } | null
 export function appSessionGate(
   clock: Clock,
-  input: { app: { id: string; ownerId: string; visibility: string }; sessionId: string; userId: string },
-): { check: 'app_session'; args: readonly unknown[] } {
+  input: { app: GateApp; sessionId: string; userId: string } | { app: GateApp; cookie: string },
+): { check: 'app_session' | 'app_cookie'; args: readonly unknown[] } | null {
+  const { app } = input
+  const now = clock.now()
+  if ('cookie' in input) {
+    if (!input.cookie || input.cookie.length > 100) return null
+    const refreshBy = new Date(now.getTime() + LIFETIMES.refreshWindowMs)
+    return {
+      check: 'app_cookie',
+      args: [app.id, hashSecret(input.cookie).toString('hex'), now.toISOString(), refreshBy.toISOString(), app.visibility !== 'public', app.ownerId],
+    }
+  }
   return {
     check: 'app_session',
-    args: [input.app.id, input.sessionId, input.userId, clock.now().toISOString(), input.app.visibility !== 'public', input.app.ownerId],
+    args: [app.id, input.sessionId, input.userId, now.toISOString(), app.visibility !== 'public', app.ownerId],
   }
 }
 
