@@ -9,7 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 const TICKS_PER_SECOND = 100
 
 /** utime + stime of one process, in seconds, or null when it cannot be read. */
-function processSeconds(pid: number): number | null {
+export function processSeconds(pid: number): number | null {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
     return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND

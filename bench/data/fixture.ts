@@ -2,7 +2,8 @@
  * The app the benchmark measures, set up the way an owner would: an owner account, a private
  * app `bench` deployed with a migration that creates `items` (an index on category, row-level
  * security like a real app) and seeds it, an app access token for the owner, and a second
- * person the owner granted access, signed in with a bearer access token.
+ * person the owner granted access, signed in: a bearer access token and the app session
+ * cookie it was minted from.
  */
 import { performance } from 'node:perf_hooks'
 import type { Db } from '../../packages/platform/src/db/db.ts'
@@ -13,6 +14,7 @@ import { createAppToken } from '../../packages/platform/src/identity/app-tokens/
 import { createSession } from '../../packages/platform/src/identity/sessions/sessions.ts'
 import { exchangeCode, issueCode } from '../../packages/platform/src/identity/sessions/app-sessions.ts'
 import { mintAccessToken } from '../../packages/platform/src/identity/sessions/access-tokens.ts'
+import { COOKIES } from '../../packages/platform/src/identity/pages/cookies.ts'
 import { findUserById } from '../../packages/platform/src/identity/accounts/users.ts'
 import { bundle, manifest } from '../../packages/platform/test/harness.ts'
 import type { Fixture } from './protocol.ts'
@@ -137,6 +139,8 @@ export async function prepareFixture(
     ownerEmail,
     appToken,
     userJwt,
+    // Over http, as the bench serves the app, the cookie's name carries no prefix.
+    userCookie: `${COOKIES.appSession.name}=${exchanged.cookie}`,
     schemaName: namespace.schema_name,
     rows: options.rows,
     seedSeconds,

@@ -19,6 +19,8 @@ export interface Fixture {
   appToken: string
   /** A signed-in person's bearer access token (a user the owner granted access). */
   userJwt: string
+  /** The same person's app session cookie, as the `Cookie` header a browser sends. */
+  userCookie: string
   /** The app namespace's schema, e.g. `app_bench`. */
   schemaName: string
   rows: number

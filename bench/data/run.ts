@@ -7,11 +7,14 @@
  * with an `svc_app_` token acting as the owner) and, in the same run on the same server and
  * table at the same concurrency, straight through the driver. More PostgreSQL rows decompose
  * the gap: the API's own statement sent through `runAsRole` without HTTP; the primary-key
- * read with a signed-in person's bearer JWT; the primary-key read through a bare Hono +
+ * read with a signed-in person's bearer JWT, and with their browser's app session cookie;
+ * the primary-key read through a bare Hono +
  * driver server (the floor for any Node HTTP API here); and one connection instead of ten.
  * The contenders of a case are measured in turn over several rounds, so a slow spell on a
- * shared machine hits all of them; CPU time per request is read per process from /proc. A
- * sequential profile then counts the SQL statements each request runs and their time.
+ * shared machine hits all of them; CPU time per request is read per process from /proc. The
+ * app token check's own cost is measured on one login connection (its statement with and
+ * without the check, alternating). A sequential profile then counts the SQL statements each
+ * request runs and their time.
  * PGlite gets the API figures only: it is an in-process engine with no driver of its own to
  * compare against.
  *
@@ -27,14 +30,14 @@ import { performance } from 'node:perf_hooks'
 import postgres from 'postgres'
 import { ident } from '../../packages/platform/src/db/db.ts'
 import { openPostgres } from '../../packages/platform/src/db/postgres.ts'
-import { findNamespace, runAsRole } from '../../packages/platform/src/namespaces/namespaces.ts'
-import { createNamespaceSql } from '../../packages/platform/src/namespaces/namespace-sql.ts'
+import { findNamespace, runAsRole, type Namespace } from '../../packages/platform/src/namespaces/namespaces.ts'
+import { createNamespaceSql, type CallerGate, type RunOptions } from '../../packages/platform/src/namespaces/namespace-sql.ts'
 import { silentLogger } from '../../packages/platform/src/lib/logger.ts'
 import { loadSchema } from '../../packages/platform/src/data-api/schema.ts'
 import { parseMutationParams, parseReadRequest } from '../../packages/platform/src/data-api/query-parser.ts'
 import { parsePrefer } from '../../packages/platform/src/data-api/query-prefer.ts'
 import { buildRead, buildWrite, statementSql, type Statement } from '../../packages/platform/src/data-api/sql.ts'
-import { otherSeconds, perRequest, postmasterOf, readCpu, type CpuPerRequest } from './cpu.ts'
+import { otherSeconds, perRequest, postmasterOf, processSeconds, readCpu, type CpuPerRequest } from './cpu.ts'
 import {
   alternate, callRunner, httpOnce, httpRunner, sequentialHttp, summarise, type HttpCase, type HttpTarget, type Runner, type Summary,
 } from './load.ts'
@@ -46,6 +49,9 @@ const CONNECTIONS = 10
 const ROWS = 100_000
 const CATEGORIES = 100
 const PROFILE_REQUESTS = 300
+/** The token check on one connection: calls per shape and round, and rounds. */
+const CHECK_CALLS = 3000
+const CHECK_ROUNDS = 9
 /** Measured seconds per headline contender (driver, API), split over the rounds. */
 const seconds = Number(process.env.BENCH_SECONDS ?? 8)
 const ROUNDS = 4
@@ -62,6 +68,7 @@ const LOGIN = 'API statement via the login pool, no HTTP'
 const GATED = 'same, with the app token check in it, no HTTP'
 const FLOOR = 'floor: bare Hono + driver, no auth'
 const JWT = 'API, user JWT (granted)'
+const COOKIE = 'API, app session cookie (granted)'
 const INSERT_ROW = { category: 'inserted', name: 'bench insert', price: 9.99 }
 
 const randomId = () => 1 + Math.floor(Math.random() * ROWS)
@@ -213,6 +220,57 @@ async function runGroup(storage: Storage, entries: Entry[], rows: Row[]): Promis
   }
 }
 
+/**
+ * The app token check's PostgreSQL CPU per request, on one login connection: the pk read's
+ * statement with the check in it, then the same statement with its claims given, sent one
+ * after the other on a pool of one connection, in alternation over rounds; the CPU of that
+ * one backend (/proc) per call. Unlike two rows measured apart at 10 connections, the
+ * difference is not buried in the noise of a shared machine. Medians of the rounds.
+ */
+async function tokenCheckOnOneConnection(options: {
+  db: Parameters<typeof createNamespaceSql>[0]['db']
+  loginKey: Uint8Array
+  namespace: Namespace
+  statement: () => Statement
+  claims: Record<string, unknown>
+  gate: CallerGate
+}): Promise<{ withCheckUs: number; withoutUs: number; checkUs: number }> {
+  const sql = createNamespaceSql({
+    db: options.db, logger: silentLogger, loginKey: options.loginKey,
+    connections: 1, poolSize: 1, statementTimeoutMs: 120_000, sweepIntervalMs: 0,
+  })
+  const target = { namespace: options.namespace, role: 'user' as const }
+  const shapes: [string, RunOptions][] = [
+    ['with', { claims: null, readOnly: true, gate: options.gate }],
+    ['without', { claims: options.claims, readOnly: true }],
+  ]
+  // The pool's one connection's backend, asked through that connection.
+  const backend = async () =>
+    Number(await sql.statement(target, { ctes: [], value: 'pg_catalog.pg_backend_pid()', params: [] }, { claims: null, readOnly: true }))
+  const perCall: Record<string, number[]> = { with: [], without: [] }
+  try {
+    for (const [, run] of shapes) for (let i = 0; i < 300; i++) await sql.statement(target, options.statement(), run)
+    for (let round = 0; round < CHECK_ROUNDS; round++) {
+      for (const [name, run] of shapes) {
+        const pid = await backend()
+        const before = processSeconds(pid)
+        for (let i = 0; i < CHECK_CALLS; i++) await sql.statement(target, options.statement(), run)
+        // A round on a connection that was replaced meanwhile is left out.
+        if (before === null || (await backend()) !== pid) continue
+        perCall[name]!.push(((processSeconds(pid)! - before) / CHECK_CALLS) * 1e6)
+      }
+    }
+  } finally {
+    await sql.close()
+  }
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN
+  const withCheckUs = median(perCall['with']!)
+  const withoutUs = median(perCall['without']!)
+  return { withCheckUs, withoutUs, checkUs: withCheckUs - withoutUs }
+}
+
+let oneConnectionCheck: Awaited<ReturnType<typeof tokenCheckOnOneConnection>> | null = null
+
 async function runPostgres(databaseUrl: string, rows: Row[]): Promise<Map<string, { clientMs: number; profile: Profile }>> {
   log('postgres: starting the platform server and seeding the app')
   const child = await startChild({ storage: 'postgres', databaseUrl, rows: ROWS, categories: CATEGORIES })
@@ -221,10 +279,11 @@ async function runPostgres(databaseUrl: string, rows: Row[]): Promise<Map<string
   const target: HttpTarget = { port: fixture.port, host: fixture.host }
   const cases = httpCases(fixture)
   const jwtCase: HttpCase = { ...cases['pk read'], headers: { authorization: `Bearer ${fixture.userJwt}` } }
+  const cookieCase: HttpCase = { ...cases['pk read'], headers: { cookie: fixture.userCookie, accept: 'application/json' } }
   const driver = postgres(databaseUrl, { max: CONNECTIONS, onnotice: () => {} })
   const platformDb = openPostgres({ url: databaseUrl, maxConnections: CONNECTIONS })
   try {
-    await checkCases(target, { ...cases, 'pk read (user JWT)': jwtCase })
+    await checkCases(target, { ...cases, 'pk read (user JWT)': jwtCase, 'pk read (cookie)': cookieCase })
     const [backend] = await driver<{ pid: number }[]>`select pg_backend_pid() as pid`
     const postmaster = backend ? postmasterOf(backend.pid) : null
     const onServer: Meter = { serverPid: child.pid, postmaster }
@@ -288,6 +347,7 @@ async function runPostgres(databaseUrl: string, rows: Row[]): Promise<Map<string
           group.push(
             { name, target: GATED, connections: CONNECTIONS, runner: calls(viaLoginGated(name), CONNECTIONS), timing: SECONDARY, versus: DRIVER },
             { name, target: JWT, connections: CONNECTIONS, runner: api(jwtCase, CONNECTIONS), timing: SECONDARY, versus: DRIVER },
+            { name, target: COOKIE, connections: CONNECTIONS, runner: api(cookieCase, CONNECTIONS), timing: SECONDARY, versus: DRIVER },
             { name, target: FLOOR, connections: CONNECTIONS, runner: floorRunner(CONNECTIONS), timing: SECONDARY, versus: DRIVER },
           )
         }
@@ -304,8 +364,13 @@ async function runPostgres(databaseUrl: string, rows: Row[]): Promise<Map<string
       await floor.stop()
       await appSql.close()
     }
+    log(`postgres: the app token check on one login connection, ${CHECK_ROUNDS} rounds of ${CHECK_CALLS} calls with and without it`)
+    oneConnectionCheck = await tokenCheckOnOneConnection({
+      db: platformDb, loginKey: new Uint8Array(Buffer.from(fixture.loginKey, 'base64')), namespace,
+      statement: statements['pk read'], claims, gate: tokenGate,
+    })
     log(`postgres: profiling ${PROFILE_REQUESTS} sequential requests per case`)
-    return await profileCases(child, target, { ...cases, 'pk read (user JWT)': jwtCase })
+    return await profileCases(child, target, { ...cases, 'pk read (user JWT)': jwtCase, 'pk read (cookie)': cookieCase })
   } finally {
     await driver.end({ timeout: 5 })
     await platformDb.close()
@@ -469,13 +534,18 @@ driver to send the same statements through.`)
     postgres: statementsOf(pgProfile),
     pglite: statementsOf(pgliteProfile),
   }
-  const check = tokenCheckShare(rows)
+  const check = tokenCheckShare(rows, oneConnectionCheck)
   console.log(`\nStatements per request (sequential profile): PostgreSQL ${Object.entries(statementsPerRequest.postgres).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}; ` +
     `PGlite ${Object.entries(statementsPerRequest.pglite).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}`)
   if (check) {
     console.log(`App token check (spec 2.3: revalidated on every request, inside the data statement): ` +
-      `${check.cpuUs.toFixed(0)} µs of CPU per request (login pool statement with the check against without), ` +
-      `${(check.cpuShare * 100).toFixed(1)} % of the API token path's ${check.apiCpuUs.toFixed(0)} µs; ` +
+      (check.oneConnection
+        ? `${check.oneConnection.checkUs.toFixed(1)} µs of PostgreSQL CPU per request on one login connection ` +
+          `(the pk read's statement ${check.oneConnection.withCheckUs.toFixed(1)} µs with it, ${check.oneConnection.withoutUs.toFixed(1)} µs without), ` +
+          `${(check.cpuShare * 100).toFixed(1)} % of the API token path's ${check.apiCpuUs.toFixed(0)} µs of CPU per request; `
+        : '') +
+      `the paired rows at ${CONNECTIONS} connections (login pool statement with the check against without): ` +
+      `${check.pairedCpuUs.toFixed(0)} µs, ${(check.pairedCpuShare * 100).toFixed(1)} %; ` +
       `throughput estimate ${(check.rpsShare * 100).toFixed(1)} % of its rps (API rps x (1/rps with check - 1/rps without))`)
   }
   console.log(`\ntotal run time ${((Date.now() - started) / 1000).toFixed(0)} s`)
@@ -489,18 +559,25 @@ function statementsOf(profiles: Map<string, { clientMs: number; profile: Profile
 }
 
 /**
- * What the app token check costs the token path, from the pk read rows at 10 connections: the
- * login pool statement with the check in it against the same statement without, as CPU per
- * request (all processes) and as a share of the API token row's CPU per request and rps.
+ * What the app token check costs the token path, as a share of the API token row's CPU per
+ * request (pk read, 10 connections, all processes): the check's PostgreSQL CPU measured on one
+ * login connection (`tokenCheckOnOneConnection`; `cpuShare`), and, as before 2026-11-27, the
+ * login pool statement with the check in it against the same statement without from the
+ * rows at 10 connections (all processes; `pairedCpuShare`, which on a shared machine swings
+ * by more than the check costs), and the same rows' throughput estimate (`rpsShare`).
  */
-function tokenCheckShare(rows: Row[]): { cpuUs: number; apiCpuUs: number; cpuShare: number; rpsShare: number } | null {
+function tokenCheckShare(rows: Row[], oneConnection: typeof oneConnectionCheck) {
   const find = (target: string) => rows.find((r) => r.storage === 'postgres' && r.name === 'pk read' && r.target === target && r.connections === CONNECTIONS)
   const [gated, plain, api] = [find(GATED), find(LOGIN), find(API)]
   if (!gated || !plain || !api) return null
   const total = (r: Row) => r.cpu.client + (r.cpu.server ?? 0) + (r.cpu.postgres ?? 0)
-  const cpuUs = total(gated) - total(plain)
+  const pairedCpuUs = total(gated) - total(plain)
   return {
-    cpuUs, apiCpuUs: total(api), cpuShare: cpuUs / total(api),
+    oneConnection,
+    apiCpuUs: total(api),
+    cpuShare: oneConnection ? oneConnection.checkUs / total(api) : pairedCpuUs / total(api),
+    pairedCpuUs,
+    pairedCpuShare: pairedCpuUs / total(api),
     rpsShare: api.summary.rps * (1 / gated.summary.rps - 1 / plain.summary.rps),
   }
 }
@@ -508,7 +585,9 @@ function tokenCheckShare(rows: Row[]): { cpuUs: number; apiCpuUs: number; cpuSha
 /**
  * The run's closing line, for scripts. `ratios` carries issue 14's three (PGlite's API rps over
  * PostgreSQL's for the pk read; the API's p50 over the floor's; the user JWT's rps over the app
- * token's), then every row's p50 against its driver row; `figures` every row's rps and p50.
+ * token's), the app session cookie's rps over the app token's, the app token check's share,
+ * then every row's p50 against its driver row; `figures` every row's rps and p50 (the cookie
+ * path's too).
  */
 function summaryJson(rows: Row[], extra: {
   statementsPerRequest: Record<Storage, Record<string, number>>
@@ -518,15 +597,23 @@ function summaryJson(rows: Row[], extra: {
   const round = (value: number) => Math.round(value * 1000) / 1000
   const pk = (storage: Storage, target: string) =>
     rows.find((r) => r.storage === storage && r.name === 'pk read' && r.target === target && r.connections === CONNECTIONS)
-  const [pgApi, liteApi, floor, jwt] = [pk('postgres', API), pk('pglite', API), pk('postgres', FLOOR), pk('postgres', JWT)]
+  const [pgApi, liteApi, floor, jwt, cookie] =
+    [pk('postgres', API), pk('pglite', API), pk('postgres', FLOOR), pk('postgres', JWT), pk('postgres', COOKIE)]
   const ratios: Record<string, number> = {
     pglite_vs_postgres_rps: pgApi && liteApi ? round(liteApi.summary.rps / pgApi.summary.rps) : NaN,
     api_p50_vs_floor: pgApi && floor ? round(pgApi.summary.p50 / floor.summary.p50) : NaN,
     user_jwt_vs_token_rps: pgApi && jwt ? round(jwt.summary.rps / pgApi.summary.rps) : NaN,
+    user_cookie_vs_token_rps: pgApi && cookie ? round(cookie.summary.rps / pgApi.summary.rps) : NaN,
   }
   if (extra.check) {
     ratios['app_token_check_cpu_share'] = round(extra.check.cpuShare)
+    ratios['app_token_check_cpu_share_paired_rows'] = round(extra.check.pairedCpuShare)
     ratios['app_token_check_rps_share'] = round(extra.check.rpsShare)
+    if (extra.check.oneConnection) {
+      figures['app token check µs of PostgreSQL CPU per request, one connection'] = round(extra.check.oneConnection.checkUs)
+      figures['pk read statement µs of PostgreSQL CPU, one connection, with the check'] = round(extra.check.oneConnection.withCheckUs)
+      figures['pk read statement µs of PostgreSQL CPU, one connection, claims given'] = round(extra.check.oneConnection.withoutUs)
+    }
   }
   for (const storage of ['postgres', 'pglite'] as const) {
     for (const [name, n] of Object.entries(extra.statementsPerRequest[storage])) figures[`${storage} ${name} statements per request`] = round(n)
