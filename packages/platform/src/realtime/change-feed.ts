@@ -133,8 +133,8 @@ export function createChangeFeed(deps: { db: Db; sql: NamespaceSql; logger: Logg
       do {
         sequenceAgain = false
         try {
-          const { count } = await sequenceChanges(db)
-          if (count > 0) scheduleRead()
+          await sequenceChanges(db)
+          scheduleRead()
         } catch (error) {
           logger.error('realtime change sequencing failed', { error: String(error) })
           return

@@ -46,30 +46,28 @@ function fromRow(row: ChangeRow): LoggedChange {
 
 /**
  * Gives committed changes without a position the next positions, oldest first, at most
- * `limit`; returns how many and the last position given (0 when none). One sequencer at a
- * time across processes: the lock is taken before the statement's snapshot, so nothing
- * committed before a run's positions is left for a later run to number lower.
+ * `limit` a run (the rest on the next run: a notice or the feed's poll), and announces the
+ * last on POSITION_CHANNEL. One sequencer at a time across processes: the lock is taken by a
+ * statement of its own, before the numbering statement's snapshot, so nothing committed
+ * before a run's positions is left for a later run to number lower. One round trip: a
+ * script (each statement of it takes its own snapshot, READ COMMITTED).
  */
-export async function sequenceChanges(db: Db, limit = 5000): Promise<{ count: number; last: number }> {
-  return db.transaction(async (tx) => {
-    await tx.query('select pg_advisory_xact_lock(hashtext($1))', [SEQUENCE_LOCK])
-    const [row] = await tx.query<{ count: number; last: number | null }>(
-      `with pending as materialized (
-         select id, row_number() over (order by id) as n from platform.realtime_changes
-          where position is null order by id limit $1),
-       head as (
-         update platform.realtime_state set last_position = last_position + (select count(*) from pending)
-          where (select count(*) from pending) > 0
-         returning last_position - (select count(*) from pending) as base, last_position),
-       numbered as (
-         update platform.realtime_changes c set position = head.base + pending.n
-           from pending, head where c.id = pending.id returning c.position)
-       select (select count(*) from numbered)::int as count, (select last_position from head) as last`, [limit])
-    const count = Number(row?.count ?? 0)
-    const last = Number(row?.last ?? 0)
-    if (count > 0) await tx.query('select pg_notify($1, $2)', [POSITION_CHANNEL, String(last)])
-    return { count, last }
-  })
+export async function sequenceChanges(db: Db, limit = 10_000): Promise<void> {
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new Error('limit must be a positive whole number')
+  await db.exec(`begin;
+select pg_advisory_xact_lock(hashtext('${SEQUENCE_LOCK}'));
+with pending as materialized (
+  select id, row_number() over (order by id) as n from platform.realtime_changes
+   where position is null order by id limit ${limit}),
+head as (
+  update platform.realtime_state set last_position = last_position + (select count(*) from pending)
+   where (select count(*) from pending) > 0
+  returning last_position - (select count(*) from pending) as base, last_position),
+numbered as (
+  update platform.realtime_changes c set position = head.base + pending.n
+    from pending, head where c.id = pending.id returning c.position)
+select pg_notify('${POSITION_CHANNEL}', (select last_position from head)::text) where exists (select from numbered);
+commit;`)
 }
 
 /** The last position given, and the last purged (a resume from before it has lost changes). */
