@@ -153,23 +153,36 @@ declare
 begin
   for r in
     with due as materialized (
-      select q.namespace_id, q.queue, q.claimed - e.ended as running
+      -- Every step after the marks is a lateral subquery with a limit, so that the plan starts
+      -- from the due marks, in order, and stops at the limit (a generic plan once started
+      -- from the namespaces and visited, and locked, every queue): the app active, the
+      -- queue's next due job, its ended counter, then its row, locked (SKIP LOCKED) and read
+      -- through the lock, only for queues with due work.
+      select m.namespace_id, m.queue, q.claimed - e.ended as running
         from platform.job_queue_marks m
-        join platform.job_queues q on q.namespace_id = m.namespace_id and q.queue = m.queue
-        join platform.job_queue_ends e on e.namespace_id = m.namespace_id and e.queue = m.queue
+       cross join lateral (
+         select true as ok from platform.namespaces n join platform.apps a on a.id = n.app_id
+          where n.id = m.namespace_id and a.status = 'active'
+          limit 1) active
        cross join lateral (
          select j.concurrency from platform.jobs j
           where j.namespace_id = m.namespace_id and j.queue = m.queue
-            and j.state in ('queued', 'retry_wait') and j.run_at <= p_now
+            and j.state in ('queued', 'retry_wait') and j.run_at <= p_now and active.ok
           order by j.run_at, j.id
           limit 1) next
+       cross join lateral (
+         select e.ended from platform.job_queue_ends e
+          where e.namespace_id = m.namespace_id and e.queue = m.queue and next.concurrency is not null
+          limit 1) e
+       cross join lateral (
+         select q.claimed from platform.job_queues q
+          where q.namespace_id = m.namespace_id and q.queue = m.queue and e.ended is not null
+          limit 1
+          for update skip locked) q
        where m.next_run_at <= p_now
-         and exists (select 1 from platform.namespaces n join platform.apps a on a.id = n.app_id
-                      where n.id = m.namespace_id and a.status = 'active')
          and q.claimed - e.ended < next.concurrency
        order by m.next_run_at
        limit p_limit
-       for update of q skip locked
     ), candidates as (
       select j.id, j.concurrency, d.running,
              row_number() over (partition by d.namespace_id, d.queue order by j.run_at, j.id) as n
