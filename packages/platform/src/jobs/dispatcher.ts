@@ -269,9 +269,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const batch = successes
     successes = []
     flushing = true
-    // The batch's attempts hold their slots until they settle; the write claims for them (and
-    // any other free slot) once the successes are recorded. No claims outside start/stop.
-    const limit = started && !stopped ? Math.max(0, capacity - (inFlight.size - batch.length) - reserved) : 0
+    // The batch's attempts hold their slots until they settle; the write claims for them once
+    // the successes are recorded. Only for them: other free slots stay free for a pass or an
+    // enqueue's hand-off while the write is in flight (reserving them too made an enqueue
+    // just after a success find no slot). No claims outside start/stop.
+    const limit = started && !stopped ? Math.max(0, Math.min(batch.length, capacity - (inFlight.size - batch.length) - reserved)) : 0
     reserved += limit
     writeResult('successes', () => completeAndClaim(db, { attempts: batch, now: clock.now(), limit, owner, leaseGraceSeconds })).then(
       (claimed) => {
