@@ -38,6 +38,8 @@ export interface NodeUpgradeDeps {
 export interface NodeUpgrade {
   /** The HTTP server's `upgrade` listener. */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void
+  /** Starts the keep-alive pings. */
+  start(): void
   close(): void
 }
 
@@ -83,17 +85,7 @@ export function createNodeUpgrade(deps: NodeUpgradeDeps): NodeUpgrade {
   const wss = new WebSocketServer({ noServer: true, maxPayload: deps.maxPayload, perMessageDeflate: false, clientTracking: true })
   const alive = new WeakSet<WebSocket>()
   const pingMs = deps.pingMs ?? 30_000
-  const pinger = pingMs > 0 ? setInterval(() => {
-    for (const ws of wss.clients) {
-      if (!alive.has(ws)) {
-        ws.terminate()
-        continue
-      }
-      alive.delete(ws)
-      ws.ping()
-    }
-  }, pingMs) : null
-  pinger?.unref()
+  let pinger: ReturnType<typeof setInterval> | null = null
 
   async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     socket.on('error', () => socket.destroy())
@@ -127,6 +119,20 @@ export function createNodeUpgrade(deps: NodeUpgradeDeps): NodeUpgrade {
   return {
     upgrade(req, socket, head) {
       upgrade(req, socket, head).catch(() => socket.destroy())
+    },
+    start() {
+      if (pinger || pingMs <= 0) return
+      pinger = setInterval(() => {
+        for (const ws of wss.clients) {
+          if (!alive.has(ws)) {
+            ws.terminate()
+            continue
+          }
+          alive.delete(ws)
+          ws.ping()
+        }
+      }, pingMs)
+      pinger.unref()
     },
     close() {
       if (pinger) clearInterval(pinger)

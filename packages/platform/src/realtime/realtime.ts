@@ -478,6 +478,7 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
       }))
       unlisten.push(await db.listen(deps.appChangedChannel, () => authority.appChanged()))
       authority.start()
+      node.start()
       presenceTimer = setInterval(() => {
         void (async () => {
           await refreshPresence(db, processId)
