@@ -109,9 +109,11 @@ describe(`connections (${backend})`, () => {
   async function connected(b: CookieClient, input: { label: string; kind?: string; values: Record<string, string> }): Promise<string> {
     const res = await connect(b, input)
     assert.equal(res.status, 303, await read(res))
-    const match = /^\/connections\/([0-9a-f-]{36})$/.exec(res.headers.get('location')!)
+    // The auth host's redirects are absolute and same-origin (issue 11, finding 3).
+    const match = /^(.*)\/connections\/([0-9a-f-]{36})$/.exec(res.headers.get('location')!)
     assert.ok(match, res.headers.get('location')!)
-    return match[1]!
+    assert.equal(match[1], AUTH)
+    return match[2]!
   }
 
   async function managePage(b: CookieClient, id: string) {

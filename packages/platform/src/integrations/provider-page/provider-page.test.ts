@@ -128,7 +128,9 @@ describe(`the provider app's integration page (${backend})`, () => {
       csrf: field(form, 'csrf'), app: 'shop', integration: 'orders', label: input.label, kind: input.kind, 'value.SHOP_API_KEY': input.apiKey,
     })
     assert.equal(res.status, 303, await res.text())
-    return /^\/connections\/([0-9a-f-]{36})$/.exec(res.headers.get('location')!)![1]!
+    const match = /^(.*)\/connections\/([0-9a-f-]{36})$/.exec(res.headers.get('location')!)!
+    assert.equal(match[1], AUTH, 'the auth host redirects to an absolute same-origin URL')
+    return match[2]!
   }
 
   test('the administrator sees the contract and exactly the redirect URI the platform\'s OAuth callback uses, with the authorization URL, client id and scopes', async () => {
@@ -194,7 +196,7 @@ describe(`the provider app's integration page (${backend})`, () => {
     }
     const anonymous = await new CookieClient(h).fetch(`${AUTH}/apps/crm/integration`)
     assert.equal(anonymous.status, 302)
-    assert.equal(anonymous.headers.get('location'), `/sign-in?continue=${encodeURIComponent('/apps/crm/integration')}`)
+    assert.equal(anonymous.headers.get('location'), `${AUTH}/sign-in?continue=${encodeURIComponent('/apps/crm/integration')}`)
   })
 
   test('the audience form refuses a missing or wrong CSRF token and another origin, changing nothing', async () => {
