@@ -121,14 +121,28 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
       + ' "updatedAt", "runAt", "startedAt", "finishedAt", "lastError": {"code", "message"}|null}; get: {"job": Job}',
   },
   integrations: {
-    summary: 'an app\'s integration slots and their bindings',
+    summary: 'an app\'s integration slots and their bindings; development mode for integrations',
     usage: [
       'service integrations list <app>',
       'service integrations bind <app> <slot> --connection <connectionId>',
       'service integrations unbind <app> <slot>',
+      'service integrations dev list --dev <name> [--app <app>]',
+      'service integrations dev mode <integration> live|fake --dev <name> [--app <app>]',
+      'service integrations dev test-connection <integration> <connectionId>|none --dev <name> [--app <app>]',
+      'service integrations dev inject <integration> <type> --dev <name> [--app <app>] [--data \'<json>\'] [--id <id>]',
     ],
-    details: 'list: slot, integration, account (app or calling_user), binding state, bound connection. bind: Edit on the app.',
-    json: 'list: {"slots": [...]}; bind: {"binding": {...}}; unbind: {"unbound": slot}',
+    details: 'list: slot, integration, account (app or calling_user), binding state, bound connection. bind: Edit on the app.\n'
+      + 'dev (Edit on the app; a development namespace with a release): list shows each integration\'s mode and test\n'
+      + 'connection. mode: how the consumer namespace answers calls to the integration, fake (the default: the operations\'\n'
+      + 'declared fakes) or live (the provider, through the app\'s real bindings). test-connection: the connection a provider\n'
+      + 'namespace runs its operation, sync and webhook Functions on (none clears it). inject: delivers a made-up event of a\n'
+      + 'declared type to every slot handler of the namespace that would receive it, at once (data defaults to the type\'s\n'
+      + 'declared fake; nothing is stored or retried); handlers\' log lines go to stderr, their values to stdout, exit 1 when\n'
+      + 'one fails. --app defaults to app.id of ./service.yaml.',
+    json: 'list: {"slots": [...]}; bind: {"binding": {...}}; unbind: {"unbound": slot};\n'
+      + 'dev list: {"integrations": [Setting]}; dev mode and dev test-connection: {"integration": Setting} with\n'
+      + 'Setting = {"integration", "mode", "testConnectionId", "updatedAt"}; dev inject: {"event": {"id", "type"}, "deliveries":\n'
+      + ' [{"slot", "function", "requestId", "ok", "value"|"status" and "error", "logs": [LogLine]}]} (exit 1 when one failed)',
   },
   connections: {
     summary: 'your connections and your organisation\'s (never their values)',

@@ -13,6 +13,7 @@
  *   service grants list|add|remove <app> ...
  *   service jobs list|get [<jobId>] [--app <app>] [--dev <name>] [--queue <q>] [--state <s>] ...
  *   service integrations list|bind|unbind <app> ... | service connections list
+ *   service integrations dev list|mode|test-connection|inject ... --dev <name> [--app <app>]
  *   service operator create-user --email <email> --company <name> [--admin] [--platform-admin]
  *   service cron next "<expr>" [--tz <zone>] [--from <ISO>] [--count <n>]
  *   service cron list <app> | service cron run <app> <name>
@@ -48,6 +49,7 @@ import { accessCommand } from './commands/access.ts'
 import { grantsCommand } from './commands/grants.ts'
 import { jobsCommand } from './commands/jobs.ts'
 import { connectionsListCommand, integrationsCommand } from './commands/integrations.ts'
+import { devIntegrationsCommand } from './commands/dev-integrations.ts'
 import { openCredentialStore, type CredentialStore, type OpenKeyring } from './credentials.ts'
 import type { Io } from './io.ts'
 import { confirmOnTerminal } from './confirm.ts'
@@ -78,6 +80,8 @@ const OPTIONS = {
   input: { type: 'string' },
   as: { type: 'string' },
   connection: { type: 'string' },
+  data: { type: 'string' },
+  id: { type: 'string' },
   subject: { type: 'string' },
   text: { type: 'string' },
   html: { type: 'string' },
@@ -168,7 +172,9 @@ export async function main(argv: string[], io: Io = processIo(), options: MainOp
 /** What the command acts on, for the next command an error names. */
 function errorContext(options: { command: string; values: Values; sub: string | undefined; arg: string | undefined; arg2: string | undefined }): ErrorContext {
   const { command, values, sub, arg, arg2 } = options
-  const positionalApp = command === 'app' ? arg2 : ['releases', 'cron', 'access', 'integrations', 'grants', 'jobs'].includes(command) ? arg : undefined
+  const positionalApp = command === 'app' ? arg2
+    : command === 'integrations' && sub === 'dev' ? undefined
+      : ['releases', 'cron', 'access', 'integrations', 'grants', 'jobs'].includes(command) ? arg : undefined
   const dir = ['deploy', 'validate', 'init'].includes(command) || (command === 'dev' && sub !== 'delete') ? sub : undefined
   return { command, app: values.app ?? positionalApp, dev: values.dev, dir }
 }
@@ -257,6 +263,11 @@ async function run(io: Io, invocation: Invocation): Promise<number> {
     case 'grants':
       return await grantsCommand(io, client, { action: sub, app: arg, rest: positionals.slice(3) })
     case 'integrations':
+      if (sub === 'dev') {
+        return await devIntegrationsCommand(io, client, {
+          action: arg, rest: positionals.slice(3), app: values.app, dev: values.dev, data: values.data, id: values.id,
+        })
+      }
       return await integrationsCommand(io, client, { action: sub, app: arg, rest: positionals.slice(3), connection: values.connection })
     case 'connections':
       if (sub === 'list' && positionals.length === 2) return await connectionsListCommand(io, client)
