@@ -126,12 +126,18 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
       'service integrations list <app>',
       'service integrations bind <app> <slot> --connection <connectionId>',
       'service integrations unbind <app> <slot>',
+      'service integrations catalog <app>',
+      'service integrations deliveries <app> [--state waiting|running|delivered|failed] [--limit <n>] [--cursor <c>]',
       'service integrations dev list --dev <name> [--app <app>]',
       'service integrations dev mode <integration> live|fake --dev <name> [--app <app>]',
       'service integrations dev test-connection <integration> <connectionId>|none --dev <name> [--app <app>]',
       'service integrations dev inject <integration> <type> --dev <name> [--app <app>] [--data \'<json>\'] [--id <id>]',
     ],
     details: 'list: slot, integration, account (app or calling_user), binding state, bound connection. bind: Edit on the app.\n'
+      + 'catalog: the integrations published in the app\'s organisation that you may use, with their operations and event\n'
+      + 'types and the capability each needs. deliveries: the app\'s integration event deliveries, newest first, 50 a page\n'
+      + '(--limit at most 100; --cursor pages on, the command is printed): type, slot, state, attempts, next attempt and\n'
+      + 'last error, never the payload. All need Edit on the app.\n'
       + 'dev (Edit on the app; a development namespace with a release): list shows each integration\'s mode and test\n'
       + 'connection. mode: how the consumer namespace answers calls to the integration, fake (the default: the operations\'\n'
       + 'declared fakes) or live (the provider, through the app\'s real bindings). test-connection: the connection a provider\n'
@@ -140,6 +146,10 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
       + 'declared fake; nothing is stored or retried); handlers\' log lines go to stderr, their values to stdout, exit 1 when\n'
       + 'one fails. --app defaults to app.id of ./service.yaml.',
     json: 'list: {"slots": [...]}; bind: {"binding": {...}}; unbind: {"unbound": slot};\n'
+      + 'catalog: {"integrations": [{"name", "title", "description", "provider": {"appId", "appSlug"}, "capabilities", "operations",\n'
+      + ' "events", "credentials", "oauth", "sync", "webhook", "publishedAt"}]};\n'
+      + 'deliveries: {"deliveries": [{"id", "eventId", "type", "slot", "provider", "integration", "providerAppId", "bindingId", "state",\n'
+      + ' "attempts", "lastError", "occurredAt", "createdAt", "deliveredAt", "finishedAt", "nextAttemptAt"}], "nextCursor"};\n'
       + 'dev list: {"integrations": [Setting]}; dev mode and dev test-connection: {"integration": Setting} with\n'
       + 'Setting = {"integration", "mode", "testConnectionId", "updatedAt"}; dev inject: {"event": {"id", "type"}, "deliveries":\n'
       + ' [{"slot", "function", "requestId", "ok", "value"|"status" and "error", "logs": [LogLine]}]} (exit 1 when one failed)',

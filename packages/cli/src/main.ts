@@ -12,7 +12,7 @@
  *   service access list|set|remove|audience <app> ...
  *   service grants list|add|remove <app> ...
  *   service jobs list|get [<jobId>] [--app <app>] [--dev <name>] [--queue <q>] [--state <s>] ...
- *   service integrations list|bind|unbind <app> ... | service connections list
+ *   service integrations list|bind|unbind|catalog|deliveries <app> ... | service connections list
  *   service integrations dev list|mode|test-connection|inject ... --dev <name> [--app <app>]
  *   service operator create-user --email <email> --company <name> [--admin] [--platform-admin]
  *   service cron next "<expr>" [--tz <zone>] [--from <ISO>] [--count <n>]
@@ -268,7 +268,9 @@ async function run(io: Io, invocation: Invocation): Promise<number> {
           action: arg, rest: positionals.slice(3), app: values.app, dev: values.dev, data: values.data, id: values.id,
         })
       }
-      return await integrationsCommand(io, client, { action: sub, app: arg, rest: positionals.slice(3), connection: values.connection })
+      return await integrationsCommand(io, client, {
+        action: sub, app: arg, rest: positionals.slice(3), connection: values.connection, state: values.state, limit: values.limit, cursor: values.cursor,
+      })
     case 'connections':
       if (sub === 'list' && positionals.length === 2) return await connectionsListCommand(io, client)
       break

@@ -1,10 +1,12 @@
 /**
- * `service integrations dev ...` against a real platform over HTTP with real Deno Functions:
+ * `service integrations dev ...`, `catalog` and `deliveries` against a real platform over HTTP with real Deno Functions:
  * a provider "shop" publishing "orders" (a fake for orders.list and for order.created) and
  * a consumer "desk" whose slot's events run onOrder, both deployed to the development
  * namespace "ada". Each command is checked by its effect (a development call answering the
  * fake or going live, a provider Function running on the chosen connection, a handler's
- * outcome and log lines), with --json, the refusals and the next command they name.
+ * outcome and log lines), with --json, the refusals and the next command they name; then
+ * the contracts the builder may use and the production deliveries of events the provider
+ * emitted.
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
@@ -12,6 +14,7 @@ import type { ServerType } from '@hono/node-server'
 import { bundle, manifest, ownerApi, startHarness, type Harness } from '../../../platform/test/harness.ts'
 import { backend } from '../../../platform/test/test-db.ts'
 import { consumerManifest, createTestConnection, deployApp, listOrders, ORDER_CREATED, ordersContract } from '../../../platform/test/integration-fixture.ts'
+import { findAppBySlug } from '../../../platform/src/apps/apps.ts'
 import { capture, serveHarness } from '../../test/cli-harness.ts'
 import { main } from '../main.ts'
 
@@ -24,10 +27,11 @@ const PROVIDER = `functions:
     access: system
 ${ordersContract({ operations: [{ ...listOrders('ordersImpl'), fake: FAKE_ORDERS }], events: [{ ...ORDER_CREATED, fake: { orderId: 'fake-1' } }] })}`
 
-const PROVIDER_CODE = `import { defineFunction, object } from '@service/server'
+const PROVIDER_CODE = `import { defineFunction, object, optional, string } from '@service/server'
 export default defineFunction({
-  input: object({}),
-  async handler({ integration, secrets }) {
+  input: object({ emit: optional(string()) }),
+  async handler({ input, integration, secrets }) {
+    if (input.emit) return { emitted: await integration.emit({ type: 'order.created', id: 'evt-' + input.emit, data: { orderId: input.emit } }) }
     return { connectionId: integration?.connectionId ?? null, keyLength: (await secrets.get('SHOP_API_KEY'))?.length ?? 0 }
   },
 })
@@ -42,8 +46,8 @@ const CONSUMER = `functions:
     access: system
 ${consumerManifest({ slots: { shop: { integration: 'orders', capabilities: ['orders.read'], events: 'onOrder' } } })}`
 
-const CALL_CODE = `import { defineFunction, object } from '@service/server'
-export default defineFunction({ input: object({}), handler: ({ integrations }) => integrations.use('shop').call('orders.list', {}) })
+const CALL_CODE = `import { defineFunction, object, optional, string } from '@service/server'
+export default defineFunction({ input: object({ emit: optional(string()) }), handler: ({ input, integrations }) => integrations.use('shop').call('orders.list', input) })
 `
 
 const HANDLER_CODE = `import { defineFunction, errors, object, string } from '@service/server'
@@ -58,7 +62,7 @@ export default defineFunction({
 })
 `
 
-describe(`service integrations dev over HTTP (${backend})`, () => {
+describe(`service integrations dev, catalog and deliveries over HTTP (${backend})`, () => {
   let h: Harness
   let server: ServerType
   let url: string
@@ -195,6 +199,58 @@ describe(`service integrations dev over HTTP (${backend})`, () => {
     const undeclared = await json(alice.token, 'integrations', 'dev', 'inject', 'orders', 'order.shipped', '--dev', 'ada', '--app', 'desk')
     assert.deepEqual([undeclared.code, undeclared.error?.code], [1, 'INTEGRATION_EVENT_TYPE_NOT_DECLARED'])
     const stranger = await json(eve.token, 'integrations', 'dev', 'list', '--dev', 'ada', '--app', 'desk')
+    assert.deepEqual([stranger.code, stranger.error?.code], [1, 'APP_NOT_FOUND'])
+  })
+  test('catalog lists the contracts the builder may use from the app; strangers get APP_NOT_FOUND', async () => {
+    const listed = await run(alice.token, 'integrations', 'catalog', 'desk')
+    assert.equal(listed.code, 0, listed.err)
+    assert.match(listed.out[0]!, /^orders\s+shop\s+Orders$/)
+    assert.match(listed.out[1]!, /^  operation orders\.list\s+orders\.read\s+Lists orders$/)
+    assert.match(listed.out[2]!, /^  event     order\.created\s+orders\.read\s+An order was placed$/)
+    const asJson = await json(alice.token, 'integrations', 'catalog', 'desk')
+    assert.deepEqual(asJson.result.integrations.map((i: { name: string; provider: { appSlug: string } }) => [i.name, i.provider.appSlug]), [['orders', 'shop']])
+    assert.ok(!JSON.stringify(asJson.result).includes('ordersImpl'), 'never how the provider implements it')
+    const stranger = await json(eve.token, 'integrations', 'catalog', 'desk')
+    assert.deepEqual([stranger.code, stranger.error?.code], [1, 'APP_NOT_FOUND'])
+  })
+
+  test('deliveries pages the app\'s production event deliveries with state, attempts and last error, never the payload', async () => {
+    const none = await run(alice.token, 'integrations', 'deliveries', 'desk')
+    assert.deepEqual([none.code, none.out], [0, ['no event deliveries to desk']])
+    // Production: desk's slot bound to alice's connection; the provider emits through desk's call.
+    assert.equal((await ownerApi(h, alice.token, 'PUT', '/v1/apps/desk/integrations/shop/binding', { connectionId })).status, 200)
+    const desk = (await findAppBySlug(h.t.db, 'desk'))!
+    const callShop = (await h.platform.functions.resolve(desk, 'callShop'))!
+    for (const orderId of ['o-1', 'explode']) {
+      const called = await h.platform.functions.run(callShop, { input: { emit: orderId }, user: null })
+      assert.deepEqual(called.ok && called.value, { emitted: 1 }, JSON.stringify(called))
+    }
+    assert.equal(await h.platform.events.runDue(), 2)
+
+    const listed = await run(alice.token, 'integrations', 'deliveries', 'desk')
+    assert.equal(listed.code, 0, listed.err)
+    assert.equal(listed.out.length, 2)
+    assert.ok(listed.out.some((line) => /order\.created\s+shop\s+delivered\s+1$/.test(line)), listed.out.join('\n'))
+    const failing = listed.out.find((line) => /\swaiting\s/.test(line))
+    assert.match(failing ?? '', /order\.created\s+shop\s+waiting\s+1 next \S+ HANDLER_REFUSED: no thanks \\x1b\[31m$/, listed.out.join('\n'))
+    assert.ok(!listed.out.join('\n').includes('explode'), 'never the payload')
+
+    const firstPage = await json(alice.token, 'integrations', 'deliveries', 'desk', '--limit', '1')
+    assert.equal(firstPage.result.deliveries.length, 1)
+    assert.equal(typeof firstPage.result.nextCursor, 'string')
+    const human = await run(alice.token, 'integrations', 'deliveries', 'desk', '--limit', '1')
+    assert.equal(human.out.at(-1), `more: service integrations deliveries desk --cursor ${firstPage.result.nextCursor}`)
+    const secondPage = await json(alice.token, 'integrations', 'deliveries', 'desk', '--limit', '1', '--cursor', firstPage.result.nextCursor)
+    assert.deepEqual([secondPage.result.deliveries.length, secondPage.result.nextCursor], [1, null])
+    assert.notEqual(secondPage.result.deliveries[0].id, firstPage.result.deliveries[0].id)
+    const waiting = await json(alice.token, 'integrations', 'deliveries', 'desk', '--state', 'waiting')
+    assert.deepEqual(waiting.result.deliveries.map((d: { lastError: { code: string } }) => d.lastError.code), ['HANDLER_REFUSED'])
+
+    const badState = await json(alice.token, 'integrations', 'deliveries', 'desk', '--state', 'lost')
+    assert.deepEqual([badState.code, badState.error?.code], [1, 'VALIDATION_FAILED'])
+    const misplaced = await json(alice.token, 'integrations', 'list', 'desk', '--state', 'waiting')
+    assert.deepEqual([misplaced.code, misplaced.error?.code], [2, 'USAGE'])
+    const stranger = await json(eve.token, 'integrations', 'deliveries', 'desk')
     assert.deepEqual([stranger.code, stranger.error?.code], [1, 'APP_NOT_FOUND'])
   })
 })
