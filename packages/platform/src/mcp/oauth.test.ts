@@ -5,7 +5,9 @@
  * the focused builder surface, and the attacks: a token for app A on app B, a focused token
  * calling production diagnostics, an unconfirmed person approving, a redirect URI that was
  * not registered, a PKCE verifier that does not match, a code used twice, a refresh token
- * used twice (PGlite, or PostgreSQL with DATABASE_URL).
+ * used twice; a person's page of approved clients and its Revoke (with another person's and a
+ * forged revoke), and the token endpoint's bound per address (PGlite, or PostgreSQL with
+ * DATABASE_URL).
  */
 import assert from 'node:assert/strict'
 import { createHash, randomBytes } from 'node:crypto'
@@ -16,7 +18,8 @@ import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js'
 import { backend } from '../../test/test-db.ts'
 import { manifest, ownerApi } from '../../test/harness.ts'
 import { sha256 } from '../lib/crypto.ts'
-import { callTool, consent, failure, files, ok, REDIRECT, signedIn, startMcpPlatform, TestProvider, type McpPlatform } from './test-mcp.ts'
+import { RATE_RULES } from '../identity/mcp-oauth/routes.ts'
+import { callTool, consent, failure, files, hiddenFields, ok, REDIRECT, signedIn, startMcpPlatform, TestProvider, type McpPlatform } from './test-mcp.ts'
 
 /** Connects the official client with `provider`, runs its flow to the authorization URL, has `browser` approve, and finishes it. */
 async function connectWithOAuth(p: McpPlatform, provider: TestProvider, approve: (url: string) => Promise<Response>): Promise<Client> {
@@ -280,5 +283,76 @@ describe(`MCP OAuth 2.1 (${backend})`, () => {
     assert.equal(signIn.searchParams.get('continue'), url.slice(p.auth.length))
     const answer = await callTool(await (await import('./test-mcp.ts')).mcpClient(p), 'start_onboarding', { email: 'x', projectName: 'y' })
     assert.equal(answer.code, 'VALIDATION_FAILED')
+  })
+  /** A raw client approved by `browser` for `scope`: its tokens. */
+  async function approvedTokens(browser: Awaited<ReturnType<typeof signedIn>>, scope: string): Promise<{ clientId: string; access: string; refresh: string }> {
+    const clientId = await register(p)
+    const { verifier, challenge } = pkce()
+    const { response } = await consent(browser, p, authorizeUrl(p, { clientId, challenge, scope }))
+    const code = new URL(response.headers.get('location')!).searchParams.get('code')!
+    const answer = await token(p, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT, client_id: clientId, code_verifier: verifier })
+    assert.equal(answer.status, 200, JSON.stringify(answer.body))
+    return { clientId, access: answer.body.access_token, refresh: answer.body.refresh_token }
+  }
+
+  /** The approvals listed on a person's page, in order: the text of each item and its revoke form's fields. */
+  async function listedApprovals(browser: Awaited<ReturnType<typeof signedIn>>): Promise<{ html: string; items: Array<{ text: string; fields: Record<string, string> }> }> {
+    const res = await browser.fetch(`${p.auth}/mcp/clients`)
+    const html = await res.text()
+    assert.equal(res.status, 200, html)
+    const items = [...html.matchAll(/<li>([\s\S]*?)<\/li>/g)].map((m) => ({ text: m[1]!.replace(/<[^>]+>/g, ''), fields: hiddenFields(m[1]!) }))
+    return { html, items }
+  }
+
+  test('a person lists the clients they approved and revokes one: its tokens stop at once, the other keeps working', async () => {
+    const owner2 = await p.h.createOwner('lists@clients.test', 'Clients')
+    assert.equal((await ownerApi(p.h, owner2.token, 'POST', '/v1/apps', { slug: 'listed', visibility: 'public' })).status, 201)
+    const browser = await signedIn(p, 'lists@clients.test')
+    assert.match((await listedApprovals(browser)).html, /No application can use the MCP server for you/)
+    const whole = await approvedTokens(browser, 'mcp')
+    p.h.clock.advance(1000)
+    const oneApp = await approvedTokens(browser, 'mcp:app:listed')
+    const { items } = await listedApprovals(browser)
+    assert.equal(items.length, 2)
+    assert.match(items[0]!.text, /^Raw Agent: only the app listed/, 'newest first')
+    assert.match(items[1]!.text, /^Raw Agent: your whole account/)
+    assert.ok(!items.map((i) => i.text).join('').includes('svc_mcp'), 'never a token')
+
+    // Another person cannot revoke it (the same answer as an unknown approval), nor can a forged form.
+    const stranger = await signedIn(p, 'owner@shop.test')
+    const strangerPage = await (await stranger.fetch(`${p.auth}/mcp/clients`)).text()
+    const foreign = await stranger.post(`${p.auth}/mcp/clients/revoke`, { csrf: hiddenFields(strangerPage).csrf ?? '', approval: items[1]!.fields.approval! })
+    assert.equal(foreign.status, 404)
+    const forged = await browser.post(`${p.auth}/mcp/clients/revoke`, { csrf: 'not-the-token', approval: items[1]!.fields.approval! })
+    assert.equal(forged.status, 403)
+    assert.equal(await mcpStatus(p, whole.access), 200, 'neither revoked it')
+
+    const revoked = await browser.post(`${p.auth}/mcp/clients/revoke`, items[1]!.fields)
+    assert.equal(revoked.status, 303)
+    assert.equal(revoked.headers.get('location'), `${p.auth}/mcp/clients?revoked=1`)
+    assert.equal(await mcpStatus(p, whole.access), 401, 'the access token stopped at once')
+    const refresh = await token(p, { grant_type: 'refresh_token', refresh_token: whole.refresh, client_id: whole.clientId })
+    assert.equal(refresh.body.error, 'invalid_grant', 'so did the refresh token')
+    assert.equal(await mcpStatus(p, oneApp.access), 200, 'the other approval keeps working')
+    const after = await listedApprovals(browser)
+    assert.deepEqual(after.items.map((i) => /only the app listed/.test(i.text)), [true])
+    const twice = await browser.post(`${p.auth}/mcp/clients/revoke`, items[1]!.fields)
+    assert.equal(twice.status, 404, 'an approval is revoked once')
+    assert.match(await (await browser.fetch(`${p.auth}/preferences`)).text(), /href="\/mcp\/clients"/)
+  })
+
+  test('the token endpoint is bounded per client address: past the limit, 429 with Retry-After, until the next window', async () => {
+    p.h.clock.advance(RATE_RULES.token.windowSeconds * 1000) // a fresh window
+    const guess = { grant_type: 'refresh_token', refresh_token: 'svc_mcprt_guess', client_id: '00000000-0000-4000-8000-000000000000' }
+    for (let i = 0; i < RATE_RULES.token.limit; i += 1) {
+      const answer = await token(p, guess)
+      assert.equal(answer.body.error, 'invalid_grant', `request ${i + 1} is answered`)
+    }
+    const res = await fetch(`${p.base}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(guess) })
+    assert.equal(res.status, 429)
+    assert.ok(Number(res.headers.get('retry-after')) > 0)
+    assert.equal(((await res.json()) as { error: string }).error, 'invalid_request')
+    p.h.clock.advance(RATE_RULES.token.windowSeconds * 1000)
+    assert.equal((await token(p, guess)).body.error, 'invalid_grant', 'the next window answers again')
   })
 })

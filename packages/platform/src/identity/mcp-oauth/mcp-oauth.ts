@@ -10,6 +10,7 @@
  * or refresh token presented twice revokes its grant and every token under it.
  */
 import { createHash } from 'node:crypto'
+import { ServiceError } from '../../lib/errors.ts'
 import type { Db, Queryable } from '../../db/db.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { newSecret, sha256 } from '../../lib/crypto.ts'
@@ -17,7 +18,7 @@ import { isUuid } from '../../lib/ids.ts'
 import { findUserById, type User } from '../accounts/users.ts'
 import {
   deleteExpiredCodes, deleteExpiredTokens, insertClient, insertCode, insertGrant, insertToken, markCodeUsed, markTokenUsed,
-  revokeGrant, selectClient, selectCodeForUpdate, selectToken, type ClientRow,
+  revokeGrant, revokeOwnGrant, selectApprovals, selectClient, selectCodeForUpdate, selectToken, type ClientRow,
 } from './queries.ts'
 
 export const MCP_OAUTH_LIFETIMES = {
@@ -305,4 +306,36 @@ export async function verifyMcpAccessToken(db: Db, clock: Clock, token: string):
   if (row === undefined || row.kind !== 'access' || row.revoked_at !== null || row.expires_at.getTime() <= clock.now().getTime()) return null
   const user = await findUserById(db, row.user_id)
   return user === null ? null : { user, appId: row.app_id }
+}
+
+// ---- A person's approvals ----
+
+/** An approval a person gave a client, as their page lists it (never a token). */
+export interface McpApproval {
+  readonly id: string
+  readonly clientName: string
+  /** Null: the whole account; otherwise the one app. */
+  readonly appSlug: string | null
+  readonly scope: string
+  readonly approvedAt: string
+  /** When the client last got tokens (its approval or its latest refresh). */
+  readonly lastIssuedAt: string
+}
+
+/** The person's approvals that still work: not revoked, with a token not yet expired. */
+export async function listMcpApprovals(db: Db, clock: Clock, user: User): Promise<McpApproval[]> {
+  const rows = await selectApprovals(db, { userId: user.id, now: clock.now() })
+  return rows.map((row) => ({
+    id: row.id, clientName: row.client_name, appSlug: row.app_slug, scope: row.scope,
+    approvedAt: new Date(row.created_at).toISOString(), lastIssuedAt: new Date(row.last_issued_at).toISOString(),
+  }))
+}
+
+/**
+ * Revokes one of the person's approvals: its access and refresh tokens stop working at once.
+ * Another person's approval, or an unknown one, is NOT_FOUND (the same answer).
+ */
+export async function revokeMcpApproval(db: Db, clock: Clock, input: { user: User; approvalId: string }): Promise<void> {
+  const revoked = isUuid(input.approvalId) && await revokeOwnGrant(db, { grantId: input.approvalId, userId: input.user.id, now: clock.now() })
+  if (!revoked) throw new ServiceError('NOT_FOUND', 'there is no such approval, or it was already revoked')
 }

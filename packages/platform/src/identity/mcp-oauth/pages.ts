@@ -5,6 +5,10 @@
  * confirmed person issues a code (spec 5.2: an unconfirmed account cannot approve connected
  * clients). Deny goes back with `access_denied`. A client or redirect URI that does not match
  * a registration is shown as an error here and never followed.
+ *
+ * `{auth_url}/mcp/clients` lists the clients a person approved that still work (name, scope,
+ * when approved, when it last got tokens) with a CSRF-protected Revoke for each: its tokens
+ * stop working at once. Linked from Preferences.
  */
 import { Hono, type Context } from 'hono'
 import type { Db } from '../../db/db.ts'
@@ -17,7 +21,9 @@ import type { User } from '../accounts/users.ts'
 import { confirmedPerson, pageErrorHandler } from '../pages/auth-pages.ts'
 import type { CookieOptions } from '../pages/cookies.ts'
 import { csrfToken, readForm } from '../pages/forms.ts'
-import { approveAuthorization, readAuthorizationRequest, redirectWith, type AuthorizationRequest } from './mcp-oauth.ts'
+import {
+  approveAuthorization, listMcpApprovals, readAuthorizationRequest, redirectWith, revokeMcpApproval, type AuthorizationRequest, type McpApproval,
+} from './mcp-oauth.ts'
 
 /** The authorization request's parameters, carried from the GET into the form. */
 const PARAMS = ['client_id', 'redirect_uri', 'response_type', 'state', 'code_challenge', 'code_challenge_method', 'scope', 'resource'] as const
@@ -57,6 +63,16 @@ function scopeText(request: AuthorizationRequest): string {
     : `<strong>only the app ${escapeHtml(request.appSlug)}</strong>: validate and deploy it, run it in development sessions, set its secrets and read its logs, as you (no production diagnostics, no other app)`
 }
 
+const minute = (iso: string) => `<time datetime="${iso}">${iso.slice(0, 16).replace('T', ' ')} UTC</time>`
+
+function approvalItem(c: Context, deps: McpConsentDeps, approval: McpApproval): string {
+  const scope = approval.appSlug === null ? 'your whole account' : `only the app ${escapeHtml(approval.appSlug)}`
+  return `<li><strong>${escapeHtml(approval.clientName)}</strong>: ${scope}<br>
+    <span class="muted">Approved ${minute(approval.approvedAt)}; last got tokens ${minute(approval.lastIssuedAt)}.</span>
+    <form method="post" action="/mcp/clients/revoke">${hidden('csrf', csrfToken(c, deps.cookies))}${hidden('approval', approval.id)}
+      <button aria-label="Revoke ${escapeHtml(approval.clientName)}">Revoke</button></form></li>`
+}
+
 export function mcpConsentPages(deps: McpConsentDeps) {
   const { db, clock } = deps
   const routes = new Hono()
@@ -94,6 +110,28 @@ export function mcpConsentPages(deps: McpConsentDeps) {
     }
     const app = await scopedApp(db, user, request)
     return c.redirect(await approveAuthorization(db, clock, { request, user, appId: app?.id ?? null, issuer: deps.urls.base }), 303)
+  })
+
+  routes.get('/mcp/clients', async (c) => {
+    const user = await confirmedPerson(c, deps, '/mcp/clients')
+    if (user instanceof Response) return user
+    const approvals = await listMcpApprovals(db, clock, user)
+    const revoked = c.req.query('revoked') === '1' ? '<p role="status">Revoked: that application\'s tokens no longer work.</p>' : ''
+    const list = approvals.length === 0
+      ? '<p>No application can use the MCP server for you. Approving one (from your coding agent) lists it here.</p>'
+      : `<ul>${approvals.map((approval) => approvalItem(c, deps, approval)).join('')}</ul>`
+    return page(c, 'Connected applications', `<h1>Connected applications</h1>${revoked}
+      <p>Applications (coding agents) you approved to use this platform's MCP server as <strong>${escapeHtml(user.email)}</strong>.
+      Revoking one ends its access at once; it must ask you again to come back.</p>${list}
+      <p><a href="/preferences">Preferences</a></p>`)
+  })
+
+  routes.post('/mcp/clients/revoke', async (c) => {
+    const form = await readForm(c, { origin: deps.urls.auth, cookies: deps.cookies })
+    const user = await confirmedPerson(c, deps, '/mcp/clients')
+    if (user instanceof Response) return user
+    await revokeMcpApproval(db, clock, { user, approvalId: form.approval ?? '' })
+    return c.redirect(`${deps.urls.auth}/mcp/clients?revoked=1`, 303)
   })
   return routes
 }

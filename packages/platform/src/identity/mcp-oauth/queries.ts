@@ -99,3 +99,34 @@ export async function markTokenUsed(db: Queryable, input: { tokenHash: Uint8Arra
 export async function deleteExpiredTokens(db: Queryable, before: Date): Promise<void> {
   await db.query('delete from platform.mcp_oauth_tokens where expires_at < $1', [before])
 }
+
+export interface ApprovalRow extends Record<string, unknown> {
+  id: string
+  client_name: string
+  app_slug: string | null
+  scope: string
+  created_at: Date
+  last_issued_at: Date
+}
+
+/** A person's approvals that are not revoked and still hold an unexpired token, newest first. */
+export async function selectApprovals(db: Queryable, input: { userId: string; now: Date }): Promise<ApprovalRow[]> {
+  return db.query<ApprovalRow>(
+    `select g.id, c.client_name, a.slug as app_slug, g.scope, g.created_at, max(t.created_at) as last_issued_at
+       from platform.mcp_oauth_grants g
+       join platform.mcp_oauth_clients c on c.id = g.client_id
+       join platform.mcp_oauth_tokens t on t.grant_id = g.id
+       left join platform.apps a on a.id = g.app_id
+      where g.user_id = $1 and g.revoked_at is null
+      group by g.id, c.client_name, a.slug
+     having max(t.expires_at) > $2
+      order by g.created_at desc, g.id`, [input.userId, input.now])
+}
+
+/** Revokes the person's own approval; false when it is not theirs or already revoked. */
+export async function revokeOwnGrant(db: Queryable, input: { grantId: string; userId: string; now: Date }): Promise<boolean> {
+  const rows = await db.query<{ id: string }>(
+    'update platform.mcp_oauth_grants set revoked_at = $3 where id = $1 and user_id = $2 and revoked_at is null returning id',
+    [input.grantId, input.userId, input.now])
+  return rows.length === 1
+}

@@ -4,7 +4,10 @@
  * `POST /oauth/register`, the token endpoint (`authorization_code` with PKCE S256,
  * `refresh_token` with rotation) at `POST /oauth/token`, and revocation (RFC 7009) at
  * `POST /oauth/revoke`. All of them answer any origin (CORS, no cookies) so browser-based MCP
- * clients work too. The approval itself is on `{auth_url}` (pages.ts).
+ * clients work too. The approval itself is on `{auth_url}` (pages.ts). Each endpoint is
+ * unauthenticated and bounded per client address (RATE_RULES): a flood of guesses or of
+ * registrations is answered 429 with Retry-After before it reaches the database's tables of
+ * codes and tokens.
  */
 import { Hono, type Context } from 'hono'
 import type { Db } from '../../db/db.ts'
@@ -49,6 +52,18 @@ async function formOf(c: Context): Promise<Record<string, string | undefined>> {
   return Object.fromEntries(Object.entries(body).filter(([, v]) => typeof v === 'string')) as Record<string, string>
 }
 
+/** Per client address; generous for agents behind one address (a client refreshes once an hour). */
+export const RATE_RULES = {
+  register: { name: 'mcp-oauth-register', limit: 30, windowSeconds: 15 * 60 },
+  token: { name: 'mcp-oauth-token', limit: 60, windowSeconds: 60 },
+  revoke: { name: 'mcp-oauth-revoke', limit: 60, windowSeconds: 60 },
+} as const
+
+function tooMany(c: Context, retryAfterSeconds: number, what: string): Response {
+  return c.json({ error: 'invalid_request', error_description: `too many ${what} from this address; try again in ${retryAfterSeconds} s` }, 429,
+    { ...CORS, 'retry-after': String(retryAfterSeconds), 'cache-control': 'no-store' })
+}
+
 function oauthError(c: Context, error: unknown): Response {
   if (error instanceof OAuthError) {
     return c.json({ error: error.error, error_description: error.message }, error.status as 400, { ...CORS, 'cache-control': 'no-store' })
@@ -68,8 +83,8 @@ export function mcpOAuthRoutes(deps: { db: Db; clock: Clock; urls: HostUrls; tru
 
   routes.post('/oauth/register', async (c) => {
     // Unauthenticated: bounded per client address, as the other agent endpoints are.
-    const limit = await limiter.hit({ name: 'mcp-oauth-register', limit: 30, windowSeconds: 15 * 60 }, clientAddress(c, deps.trustProxy))
-    if (!limit.allowed) return c.json({ error: 'invalid_request', error_description: 'too many registrations; try again later' }, 429, { ...CORS, 'retry-after': String(limit.retryAfterSeconds) })
+    const limit = await limiter.hit(RATE_RULES.register, clientAddress(c, deps.trustProxy))
+    if (!limit.allowed) return tooMany(c, limit.retryAfterSeconds, 'registrations')
     const metadata = await c.req.json().catch(() => null) as unknown
     if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) {
       return c.json({ error: 'invalid_client_metadata', error_description: 'send the client metadata as a JSON object' }, 400, CORS)
@@ -82,6 +97,8 @@ export function mcpOAuthRoutes(deps: { db: Db; clock: Clock; urls: HostUrls; tru
   })
 
   routes.post('/oauth/token', async (c) => {
+    const limit = await limiter.hit(RATE_RULES.token, clientAddress(c, deps.trustProxy))
+    if (!limit.allowed) return tooMany(c, limit.retryAfterSeconds, 'token requests')
     const params = await formOf(c)
     try {
       if (params.grant_type === 'authorization_code') return c.json(await exchangeAuthorizationCode(db, clock, params, resource), 200, { ...CORS, 'cache-control': 'no-store' })
@@ -93,6 +110,8 @@ export function mcpOAuthRoutes(deps: { db: Db; clock: Clock; urls: HostUrls; tru
   })
 
   routes.post('/oauth/revoke', async (c) => {
+    const limit = await limiter.hit(RATE_RULES.revoke, clientAddress(c, deps.trustProxy))
+    if (!limit.allowed) return tooMany(c, limit.retryAfterSeconds, 'revocations')
     await revokeMcpToken(db, clock, (await formOf(c)).token ?? '')
     return c.body(null, 200, CORS)
   })

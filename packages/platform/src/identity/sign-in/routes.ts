@@ -375,7 +375,9 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
         <input id="repeat" name="repeat" type="password" autocomplete="new-password" minlength="8" maxlength="72" required>
         <p class="muted">8 to 72 characters; type the same password twice. Email-link sign-in keeps working.</p>
         <button>Save password</button>
-      </form>`)
+      </form>
+      <h2>Connected applications</h2>
+      <p><a href="/mcp/clients">The coding agents you approved to use the MCP server</a>, and revoking them.</p>`)
   })
 
   routes.post('/preferences/password', async (c) => {
