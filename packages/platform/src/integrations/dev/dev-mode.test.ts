@@ -171,9 +171,15 @@ export default defineFunction({ input: object({}), handler: ({ integration }) =>
     const result = await h.platform.functions.run(fn, { input: { slot: 'shop', operation: 'orders.get', mode: 'emit' }, user: null })
     assert.deepEqual(result.ok && result.value, { emitted: 1 }, JSON.stringify(result))
     assert.equal(await h.platform.events.runDue(), 1)
-    const handled = await h.t.db.query<{ dev_name: string }>(
+    // A delivery's log lines are stored after it ends (not awaited by runDue): wait for production's.
+    const handledBy = () => h.t.db.query<{ dev_name: string }>(
       `select r.dev_name from platform.function_logs l join platform.releases r on r.id = l.release_id
         where l.app_id = $1 and l.message = 'received evt-production-1'`, [desk.id])
+    let handled = await handledBy()
+    for (const deadline = Date.now() + 10_000; handled.length === 0 && Date.now() < deadline;) {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      handled = await handledBy()
+    }
     assert.deepEqual(handled.map((row) => row.dev_name), [''], 'production\'s handler only, never the ada namespace\'s')
   })
 
