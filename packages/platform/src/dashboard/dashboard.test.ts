@@ -333,6 +333,41 @@ describe(`the owner dashboard (${backend})`, () => {
     assert.ok(shop.includes('href="/apps/shop/integration"'), 'the provider links its integration page')
   })
 
+  test('integrations: an account: app slot is unbound and bound again with the forms, as the API does; a forged or foreign form changes nothing', async () => {
+    const slots = async () => (await ownerApi(h, owner.token, 'GET', `/v1/apps/${SLUG}/integrations`)).body.slots as Array<{ slot: string; binding: { connectionId: string; state: string } | null }>
+    const fresh = await createTestConnection(h, { userId: owner.userId, kind: 'personal', values: { SHOP_API_KEY: 'sk_fresh_dashboard_5e1d' }, label: 'Fresh shop key' })
+    const path = `/dashboard/apps/${SLUG}/integrations`
+    let html = (await page(path)).html
+    assert.match(html, /<form class="inline" method="post" action="\/dashboard\/apps\/ledger\/integrations\/orders\/unbind"/)
+
+    const forged = await b.post(`${AUTH}${path}/orders/unbind`, { csrf: 'forged' })
+    assert.equal(forged.status, 403)
+    assert.notEqual((await slots())[0]!.binding, null, 'a forged form unbinds nothing')
+
+    const unbound = await submit(`${path}/orders/unbind`, {}, path)
+    assert.equal(unbound.status, 303)
+    assert.equal(unbound.headers.get('location'), `${path}?done=slot-unbound`)
+    assert.equal((await slots())[0]!.binding, null)
+    html = (await page(`${path}?done=slot-unbound`)).html
+    assert.match(textOf(html), /Unbound\. The app's calls through the slot fail INTEGRATION_NOT_BOUND/)
+    // The bind form offers the person's active connections to the slot's integration only (the first one needs reconnecting).
+    const options = [...html.matchAll(/<option value="([^"]+)">([^<]*)<\/option>/g)].map((m) => [m[1], m[2]])
+    assert.deepEqual(options, [[fresh, 'Fresh shop key (personal)']])
+
+    const bound = await submit(`${path}/orders/bind`, { connection: fresh }, path)
+    assert.equal(bound.status, 303)
+    assert.equal(bound.headers.get('location'), `${path}?done=slot-bound`)
+    assert.deepEqual((await slots())[0]!.binding && [(await slots())[0]!.binding!.connectionId, (await slots())[0]!.binding!.state], [fresh, 'active'])
+    assert.match(textOf((await page(`${path}?done=slot-bound`)).html), /Bound\. The app's calls through the slot use that connection/)
+
+    // Another person without Edit on the ledger cannot unbind it through the dashboard.
+    const stranger = await signedInBrowser(h, 'other@acme.test')
+    const strangerCsrf = field(await (await stranger.fetch(`${AUTH}/dashboard`)).text(), 'csrf')
+    const refused = await stranger.post(`${AUTH}${path}/orders/unbind`, { csrf: strangerCsrf })
+    assert.equal(refused.status, 404)
+    assert.equal((await slots())[0]!.binding?.connectionId, fresh, 'still bound')
+  })
+
   test('the organisation page shows members and invitations to administrators, and invites', async () => {
     const { html } = await page('/dashboard/organisation')
     assert.match(textOf(html), /Members .*owner@acme\.test Administrator .*other@acme\.test Member/)
