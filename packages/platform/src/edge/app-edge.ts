@@ -115,7 +115,7 @@ function userView(user: User) {
 export function appEdge(deps: EdgeDeps) {
   const edge = new Hono<EdgeEnv>()
   const verifyAccessToken = createAccessTokenVerifier(deps.jwtKey, deps.clock)
-  const origin = (c: Context<EdgeEnv>) => c.var.origin
+  const origin = (c: Context<EdgeEnv>) => c.get('origin')
   /**
    * Starts a sign-in from this browser: a fresh state in a cookie on the app origin, and the
    * central authorize URL that carries it back to the callback. The callback takes a code only
@@ -169,7 +169,7 @@ export function appEdge(deps: EdgeDeps) {
   })
 
   edge.get('/_service/auth/callback', async (c) => {
-    const app = c.var.app
+    const app = c.get('app')
     const state = readCookie(c, deps.cookies, 'authState')
     const again = `<p><a href="${escapeHtml(origin(c))}/_service/auth/sign-in">Sign in again</a></p>`
     if (!state || !safeEqual(state, c.req.query('state') ?? '')) {
@@ -180,7 +180,7 @@ export function appEdge(deps: EdgeDeps) {
     }
     clearCookie(c, deps.cookies, 'authState')
     const result = await exchangeCode(deps.db, deps.clock, deps.sessions.key, {
-      code: c.req.query('code') ?? '', appId: app.id, customDomain: c.var.customDomain,
+      code: c.req.query('code') ?? '', appId: app.id, customDomain: c.get('customDomain'),
     })
     if (!result) return page(c, 'Sign-in expired', `<h1>Sign-in link expired</h1>${again}`, { status: 400 })
     writeCookie(c, deps.cookies, {
@@ -191,7 +191,7 @@ export function appEdge(deps: EdgeDeps) {
   })
 
   edge.get('/_service/auth/sign-in', (c) => {
-    const app = c.var.app
+    const app = c.get('app')
     // Where to come back to: `return_to` (the central sign-in sends a stateless authorize
     // here), else the page that linked here; only this app's origin, else its front page.
     const back = c.req.query('return_to') ?? c.req.header('referer') ?? '/'
@@ -200,7 +200,7 @@ export function appEdge(deps: EdgeDeps) {
 
   edge.post('/_service/auth/sign-out', async (c) => {
     sameOrigin(c)
-    const signedOut = await signOutAppSession(deps.db, deps.clock, c.var.app.id, readCookie(c, deps.cookies, 'appSession'))
+    const signedOut = await signOutAppSession(deps.db, deps.clock, c.get('app').id, readCookie(c, deps.cookies, 'appSession'))
     clearCookie(c, deps.cookies, 'appSession')
     return c.json({ signedOut })
   })
@@ -211,7 +211,7 @@ export function appEdge(deps: EdgeDeps) {
    * or a cookie that names no live session (anonymous; a private app asks to sign in).
    */
   const cookieCaller = async (c: Context<EdgeEnv>, cookie: string): Promise<{ user: User | null; via: 'anonymous' | 'session' }> => {
-    const app = c.var.app
+    const app = c.get('app')
     const state = await resolveAppSession(deps.sessions, app.id, cookie)
     if (state.status !== 'active') {
       clearCookie(c, deps.cookies, 'appSession')
@@ -226,7 +226,7 @@ export function appEdge(deps: EdgeDeps) {
   }
 
   const identify: MiddlewareHandler<EdgeEnv> = async (c, next) => {
-    const app = c.var.app
+    const app = c.get('app')
     const authorization = c.req.header('authorization')
     if (authorization) {
       const match = /^Bearer ([^\s]+)$/i.exec(authorization)
@@ -288,20 +288,20 @@ export function appEdge(deps: EdgeDeps) {
   edge.use('*', identify)
 
   edge.get('/_service/auth/user', (c) => {
-    const user = c.var.caller.user
+    const user = c.get('caller').user
     return c.json({ user: user ? userView(user) : null }, 200, { 'cache-control': 'no-store' })
   })
 
   edge.use('*', async (c, next) => {
-    const app = c.var.app
+    const app = c.get('app')
     // A data API caller with a gate: admitted (or refused) by the data statement's check, as above.
-    if (app.visibility === 'public' || c.var.caller.gate) return next()
-    const user = c.var.caller.user
+    if (app.visibility === 'public' || c.get('caller').gate) return next()
+    const user = c.get('caller').user
     if (!user) {
       if (wantsPage(c)) return c.redirect(startSignIn(c, app, c.req.url.replace(/^[a-z]+:\/\/[^/]+/, origin(c))), 302)
       throw new ServiceError('AUTH_REQUIRED', 'this app is private: sign in first')
     }
-    if (!(await accessReason(deps.db, { app, user, granted: c.var.granted }))) {
+    if (!(await accessReason(deps.db, { app, user, granted: c.get('granted') }))) {
       if (wantsPage(c)) {
         return page(c, 'No access', `<h1>No access</h1><p>You are signed in as <strong>${escapeHtml(user.email)}</strong>,
           but this app has not been shared with you. Ask its owner for access.</p>`, { status: 403 })
@@ -314,18 +314,18 @@ export function appEdge(deps: EdgeDeps) {
   // Behind admission (spec 5.4): a private app's SDK and session tokens reach only callers it admits.
   // The SDK carries the active release's browser-callable Function names (built once per release).
   const sdkScripts = createBrowserSdkScripts({ db: deps.db })
-  edge.get('/_service/sdk.js', (c) => sdkScripts.serve(c.var.app.activeReleaseId, c.req.raw))
+  edge.get('/_service/sdk.js', (c) => sdkScripts.serve(c.get('app').activeReleaseId, c.req.raw))
 
   edge.post('/_service/api/session', async (c) => {
     const sent = c.req.header('origin')
     if (sent && sent !== origin(c)) throw new ServiceError('FORBIDDEN', 'session tokens are issued to same-origin clients only')
-    const { user, appSessionId } = c.var.caller
+    const { user, appSessionId } = c.get('caller')
     if (!user || !appSessionId) throw new ServiceError('AUTH_REQUIRED', 'sign in to get a session token')
-    const state = await appSessionById(deps.sessions, c.var.app.id, appSessionId)
+    const state = await appSessionById(deps.sessions, c.get('app').id, appSessionId)
     if (state.status !== 'active') throw new ServiceError('AUTH_REQUIRED', 'the session has ended')
     const expiresAt = state.appSession.accessExpiresAt
     const accessToken = await mintAccessToken(deps.jwtKey, deps.clock, {
-      userId: user.id, appId: c.var.app.id, appSessionId, email: user.email, expiresAt,
+      userId: user.id, appId: c.get('app').id, appSessionId, email: user.email, expiresAt,
     })
     return c.json({ accessToken, tokenType: 'bearer', expiresAt: expiresAt.toISOString(), user: userView(user) }, 200,
       { 'cache-control': 'no-store' })
@@ -337,43 +337,46 @@ export function appEdge(deps: EdgeDeps) {
    * a rebuilt response streams its body, which costs the server more than the one it wraps.
    */
   const serveData = async (c: Context<EdgeEnv>) => {
-    const res = await deps.dataApi.handle(c.var.app, c.var.caller, c.req.raw)
-    return c.var.cookieCleared ? c.newResponse(res.body, res) : res
+    const res = await deps.dataApi.handle(c.get('app'), c.get('caller'), c.req.raw)
+    return c.get('cookieCleared') ? c.newResponse(res.body, res) : res
   }
   edge.all('/rest/v1/*', serveData)
   edge.all('/rest/v1', serveData)
   // Anything else under /rest/ (e.g. a normalised /rest/v1/../x) is not the frontend's.
   edge.all('/rest/*', (c) => c.json({ code: 'PGRST125', message: `Invalid path specified in request URL: ${new URL(c.req.url).pathname}`, details: null, hint: null }, 404))
   edge.all('/_service/functions/:name', (c) =>
-    deps.callFunction(c, { app: c.var.app, caller: c.var.caller, name: c.req.param('name'), origin: origin(c) }))
+    deps.callFunction(c, { app: c.get('app'), caller: c.get('caller'), name: c.req.param('name'), origin: origin(c) }))
   if (deps.files !== undefined) {
     const files = deps.files
-    const serveFiles = (c: Context<EdgeEnv>) => files(c.req.raw, { appId: c.var.app.id, origin: origin(c), userId: c.var.caller.user?.id ?? null })
+    const serveFiles = (c: Context<EdgeEnv>) => files(c.req.raw, { appId: c.get('app').id, origin: origin(c), userId: c.get('caller').user?.id ?? null })
     edge.all('/_service/files', serveFiles)
     edge.all('/_service/files/*', serveFiles)
   }
   if (deps.search !== undefined) {
     const search = deps.search
-    edge.all('/_service/search/:name', (c) => search(c.req.raw, {
-      appId: c.var.app.id, releaseId: c.var.app.activeReleaseId, origin: origin(c), name: c.req.param('name'),
-      user: c.var.caller.user === null ? null : { id: c.var.caller.user.id, email: c.var.caller.user.email },
-    }))
+    edge.all('/_service/search/:name', (c) => {
+      const user = c.get('caller').user
+      return search(c.req.raw, {
+        appId: c.get('app').id, releaseId: c.get('app').activeReleaseId, origin: origin(c), name: c.req.param('name'),
+        user: user === null ? null : { id: user.id, email: user.email },
+      })
+    })
   }
   if (deps.push !== undefined) {
     const push = deps.push
-    edge.all('/_service/push/*', (c) => push(c.req.raw, { appId: c.var.app.id, origin: origin(c), userId: c.var.caller.user?.id ?? null }))
+    edge.all('/_service/push/*', (c) => push(c.req.raw, { appId: c.get('app').id, origin: origin(c), userId: c.get('caller').user?.id ?? null }))
   }
   if (deps.realtime !== undefined) {
     const realtime = deps.realtime
-    edge.get('/_service/realtime', (c) => realtime(c.req.raw, { app: c.var.app, caller: c.var.caller, origin: origin(c) }))
+    edge.get('/_service/realtime', (c) => realtime(c.req.raw, { app: c.get('app'), caller: c.get('caller'), origin: origin(c) }))
   }
   edge.all('/_service/*', (c) => {
     throw notImplemented(`The runtime endpoint ${new URL(c.req.url).pathname}`)
   })
   edge.all('*', async (c) => {
-    const app = c.var.app
+    const app = c.get('app')
     // Function routes come after admission and the platform's own paths, before the frontend.
-    const routed = await deps.callRoute(c, { app, caller: c.var.caller, origin: origin(c) })
+    const routed = await deps.callRoute(c, { app, caller: c.get('caller'), origin: origin(c) })
     if (routed !== null) return routed
     if (!app.activeReleaseId) throw new ServiceError('APP_NOT_DEPLOYED', `${app.slug} has no release yet; deploy one first`)
     return deps.frontend.serve(app.activeReleaseId, c.req.raw)
