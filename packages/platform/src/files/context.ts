@@ -213,8 +213,14 @@ export function createFilesContext(files: ManagedFiles, options: { pipe: FilePip
             current.fail(error)
             throw error
           }
-          idle(id, current)
-          await current.push(bytes)
+          // Idle means no call in progress: the clock stops while storage takes the piece (a
+          // slow write is not idleness) and starts again when it has, whatever the outcome.
+          clearTimeout(current.timer)
+          try {
+            await current.push(bytes)
+          } finally {
+            if (sessions.get(id) === current) idle(id, current)
+          }
           return null
         }
         case 'upload.finish': {
