@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict'
 import { after, before, beforeEach, describe, test } from 'node:test'
 import { backend, createTestDb, type TestDb } from '../../test/test-db.ts'
+import { seedJobNamespace } from './test-namespace.ts'
 import { insertIdempotent, payloadHash } from './enqueue.ts'
 import { claimDueJobs, deadLetterUndeclared, markFailed, repairEarlyMarks, type NewJob } from './queries.ts'
 
@@ -18,14 +19,7 @@ describe(`due marks (${backend})`, () => {
 
   before(async () => {
     t = await createTestDb()
-    const [org] = await t.db.query<{ id: string }>(`insert into platform.organisations (name) values ('o') returning id`)
-    const [user] = await t.db.query<{ id: string }>(`insert into platform.users (organisation_id, email) values ($1, 'a@b.test') returning id`, [org!.id])
-    const [app] = await t.db.query<{ id: string }>(
-      `insert into platform.apps (organisation_id, owner_id, slug, name, visibility) values ($1, $2, 'marks-app', 'm', 'public') returning id`, [org!.id, user!.id])
-    const [ns] = await t.db.query<{ id: string }>(
-      `insert into platform.namespaces (app_id, environment, schema_name, role_prefix) values ($1, 'production', 'app_marks', 'ns_0123456789ef') returning id`, [app!.id])
-    appId = app!.id
-    namespaceId = ns!.id
+    ;({ appId, namespaceId } = await seedJobNamespace(t.db, { slug: 'marks-app', schema: 'app_marks', rolePrefix: 'ns_0123456789ef' }))
   })
   after(() => t.cleanup())
   beforeEach(async () => {

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict'
 import { after, before, beforeEach, describe, test } from 'node:test'
 import { backend, createTestDb, type TestDb } from '../../test/test-db.ts'
+import { seedJobNamespace } from './test-namespace.ts'
 import type { ServiceError } from '../lib/errors.ts'
 import { insertIdempotent, payloadHash } from './enqueue.ts'
 import { reconcileActiveCounts } from './retention.ts'
@@ -16,14 +17,7 @@ describe(`enqueue (${backend})`, () => {
 
   before(async () => {
     t = await createTestDb()
-    const [org] = await t.db.query<{ id: string }>(`insert into platform.organisations (name) values ('o') returning id`)
-    const [user] = await t.db.query<{ id: string }>(`insert into platform.users (organisation_id, email) values ($1, 'a@b.test') returning id`, [org!.id])
-    const [app] = await t.db.query<{ id: string }>(
-      `insert into platform.apps (organisation_id, owner_id, slug, name, visibility) values ($1, $2, 'race-app', 'r', 'public') returning id`, [org!.id, user!.id])
-    const [ns] = await t.db.query<{ id: string }>(
-      `insert into platform.namespaces (app_id, environment, schema_name, role_prefix) values ($1, 'production', 'app_race', 'ns_0123456789ab') returning id`, [app!.id])
-    appId = app!.id
-    namespaceId = ns!.id
+    ;({ appId, namespaceId } = await seedJobNamespace(t.db, { slug: 'race-app', schema: 'app_race', rolePrefix: 'ns_0123456789ab' }))
   })
   after(() => t.cleanup())
   beforeEach(async () => {

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict'
 import { after, before, beforeEach, describe, test } from 'node:test'
 import { backend, createTestDb, type TestDb } from '../../test/test-db.ts'
+import { seedJobNamespace } from './test-namespace.ts'
 import type { HandOff } from './dispatcher.ts'
 import { insertIdempotent, payloadHash } from './enqueue.ts'
 import { claimDueJobs, type NewJob } from './queries.ts'
@@ -23,14 +24,7 @@ describe(`an enqueue starting its own job (${backend})`, () => {
 
   before(async () => {
     t = await createTestDb()
-    const [org] = await t.db.query<{ id: string }>(`insert into platform.organisations (name) values ('o') returning id`)
-    const [user] = await t.db.query<{ id: string }>(`insert into platform.users (organisation_id, email) values ($1, 'a@b.test') returning id`, [org!.id])
-    const [app] = await t.db.query<{ id: string }>(
-      `insert into platform.apps (organisation_id, owner_id, slug, name, visibility) values ($1, $2, 'handoff-app', 'h', 'public') returning id`, [org!.id, user!.id])
-    const [ns] = await t.db.query<{ id: string }>(
-      `insert into platform.namespaces (app_id, environment, schema_name, role_prefix) values ($1, 'production', 'app_handoff', 'ns_0123456789cd') returning id`, [app!.id])
-    appId = app!.id
-    namespaceId = ns!.id
+    ;({ appId, namespaceId } = await seedJobNamespace(t.db, { slug: 'handoff-app', schema: 'app_handoff', rolePrefix: 'ns_0123456789cd' }))
   })
   after(() => t.cleanup())
   async function reset(): Promise<void> {
