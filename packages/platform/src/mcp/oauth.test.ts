@@ -312,15 +312,19 @@ describe(`MCP OAuth 2.1 (${backend})`, () => {
     const whole = await approvedTokens(browser, 'mcp')
     p.h.clock.advance(1000)
     const oneApp = await approvedTokens(browser, 'mcp:app:listed')
+    // A browser without a CSRF cookie yet gets one token for every form on the page.
+    const authHost = new URL(p.auth).host
+    for (const name of [...browser.cookies(authHost).keys()]) if (name.includes('csrf')) browser.cookies(authHost).delete(name)
     const { items } = await listedApprovals(browser)
     assert.equal(items.length, 2)
+    assert.equal(new Set(items.map((i) => i.fields.csrf)).size, 1)
     assert.match(items[0]!.text, /^Raw Agent: only the app listed/, 'newest first')
     assert.match(items[1]!.text, /^Raw Agent: your whole account/)
     assert.ok(!items.map((i) => i.text).join('').includes('svc_mcp'), 'never a token')
 
     // Another person cannot revoke it (the same answer as an unknown approval), nor can a forged form.
     const stranger = await signedIn(p, 'owner@shop.test')
-    const strangerPage = await (await stranger.fetch(`${p.auth}/mcp/clients`)).text()
+    const strangerPage = await (await stranger.fetch(`${p.auth}/preferences`)).text()
     const foreign = await stranger.post(`${p.auth}/mcp/clients/revoke`, { csrf: hiddenFields(strangerPage).csrf ?? '', approval: items[1]!.fields.approval! })
     assert.equal(foreign.status, 404)
     const forged = await browser.post(`${p.auth}/mcp/clients/revoke`, { csrf: 'not-the-token', approval: items[1]!.fields.approval! })

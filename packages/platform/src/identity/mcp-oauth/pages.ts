@@ -65,11 +65,11 @@ function scopeText(request: AuthorizationRequest): string {
 
 const minute = (iso: string) => `<time datetime="${iso}">${iso.slice(0, 16).replace('T', ' ')} UTC</time>`
 
-function approvalItem(c: Context, deps: McpConsentDeps, approval: McpApproval): string {
+function approvalItem(csrf: string, approval: McpApproval): string {
   const scope = approval.appSlug === null ? 'your whole account' : `only the app ${escapeHtml(approval.appSlug)}`
   return `<li><strong>${escapeHtml(approval.clientName)}</strong>: ${scope}<br>
     <span class="muted">Approved ${minute(approval.approvedAt)}; last got tokens ${minute(approval.lastIssuedAt)}.</span>
-    <form method="post" action="/mcp/clients/revoke">${hidden('csrf', csrfToken(c, deps.cookies))}${hidden('approval', approval.id)}
+    <form method="post" action="/mcp/clients/revoke">${hidden('csrf', csrf)}${hidden('approval', approval.id)}
       <button aria-label="Revoke ${escapeHtml(approval.clientName)}">Revoke</button></form></li>`
 }
 
@@ -116,10 +116,12 @@ export function mcpConsentPages(deps: McpConsentDeps) {
     const user = await confirmedPerson(c, deps, '/mcp/clients')
     if (user instanceof Response) return user
     const approvals = await listMcpApprovals(db, clock, user)
+    // One token for every form: each csrfToken call without a cookie yet would mint another.
+    const csrf = csrfToken(c, deps.cookies)
     const revoked = c.req.query('revoked') === '1' ? '<p role="status">Revoked: that application\'s tokens no longer work.</p>' : ''
     const list = approvals.length === 0
       ? '<p>No application can use the MCP server for you. Approving one (from your coding agent) lists it here.</p>'
-      : `<ul>${approvals.map((approval) => approvalItem(c, deps, approval)).join('')}</ul>`
+      : `<ul>${approvals.map((approval) => approvalItem(csrf, approval)).join('')}</ul>`
     return page(c, 'Connected applications', `<h1>Connected applications</h1>${revoked}
       <p>Applications (coding agents) you approved to use this platform's MCP server as <strong>${escapeHtml(user.email)}</strong>.
       Revoking one ends its access at once; it must ask you again to come back.</p>${list}
