@@ -40,9 +40,12 @@ export async function serveHarness(h: Harness): Promise<{ server: ServerType; ur
   return { server, url: `http://127.0.0.1:${port}` }
 }
 
-/** Waits until the CLI has printed a line matching `pattern` (it polls); returns the match. */
+/**
+ * Waits until the CLI has printed a line matching `pattern` (it polls, up to 30 s: a deploy
+ * behind the line can take seconds on a loaded machine); returns the match.
+ */
 export async function printed(lines: string[], pattern: RegExp): Promise<string> {
-  for (let i = 0; i < 500; i++) {
+  for (const end = Date.now() + 30_000; Date.now() < end;) {
     const line = lines.find((l) => pattern.test(l))
     if (line) return pattern.exec(line)![0]
     await new Promise((resolve) => setTimeout(resolve, 10))

@@ -348,7 +348,7 @@ describe(`Functions over HTTP (${backend})`, () => {
     const app = (await findAppBySlug(h.t.db, 'notes'))!
     // ctx.log does not wait for the insert, so the response can arrive first: poll briefly.
     let rows: { level: string; message: string; fields: any; function_name: string; release_id: string }[] = []
-    for (let attempt = 0; attempt < 50 && rows.length < 3; attempt += 1) {
+    for (let attempt = 0, end = Date.now() + 10_000; Date.now() < end && rows.length < 3; attempt += 1) {
       if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 50))
       rows = await h.t.db.query(
         `select level, message, fields, function_name, release_id from platform.function_logs where app_id = $1 and function_name = 'chatty' order by level`,

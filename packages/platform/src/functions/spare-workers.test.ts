@@ -13,6 +13,7 @@ import { ConfigError, loadConfig } from '../config.ts'
 import { createFunctionPool, poolSandbox, type InvokeResult } from './pool.ts'
 import { createSpareWorkers, type SpareWorkers } from './spare-workers.ts'
 import { SDK_ENTRY, metaFor, recordingLogger, removeBundle, writeBundle } from './test-bundle.ts'
+import { eventually } from '../../test/eventually.ts'
 
 const FIXTURES = {
   'functions/where.ts': `
@@ -226,9 +227,10 @@ describe('spare Functions workers', () => {
       process.kill(sparePid as number, 'SIGKILL')
       await exited(sparePid as number)
       await spares.ready()
-      await new Promise((resolve) => setTimeout(resolve, 300))
+      // Logged once the child's output is drained after its exit (up to half a second later).
+      await eventually(async () => logger.lines.some((line) => line.message === 'spare functions worker ended before it was taken'),
+        'the ended spare was logged')
       assert.deepEqual(spares.idle(), [])
-      assert.ok(logger.lines.some((line) => line.message === 'spare functions worker ended before it was taken'))
       const pool = poolOver(bundleA, spares)
       try {
         const value = valueOf(await pool.invoke({ entrypoint: 'functions/where.ts', input: {}, meta: metaFor() }))
@@ -254,10 +256,9 @@ describe('spare Functions workers', () => {
     await spares.close()
     await exited(idlePid as number)
     // The directory goes after the process's exit is seen (the same turn, or the next).
-    await new Promise((resolve) => setTimeout(resolve, 50))
-    assert.equal(existsSync(value.cwd as string), false)
+    await eventually(async () => !existsSync(value.cwd as string), 'the worker directory was removed')
     const hostDirectory = dirname(value.cwd as string)
-    assert.deepEqual(readdirSync(hostDirectory), [])
+    await eventually(async () => readdirSync(hostDirectory).length === 0, 'every worker directory was removed')
   })
 })
 

@@ -113,10 +113,12 @@ describe(`due marks (${backend})`, () => {
     // Two claimers and the results they write, beside producers: before migration 0039 a claim
     // could wait for a result write on one job's row while holding another's, which that write
     // needed (PostgreSQL "deadlock detected", about one run in four here).
+    const loops = [produce(0), produce(1), produce(2), produce(3), consume(), consume()]
     try {
-      await Promise.all([produce(0), produce(1), produce(2), produce(3), consume(), consume()])
+      await Promise.all(loops)
     } finally {
       ended = true
+      await Promise.allSettled(loops)
     }
     assert.equal(seen.size, JOBS, 'every job was claimed')
     assert.ok([...seen.values()].every((n) => n === 1), 'once')

@@ -94,7 +94,7 @@ export function connect(
   const client: TestClient = {
     ws,
     frames,
-    next(match, timeoutMs = 5000) {
+    next(match, timeoutMs = 15_000) {
       return new Promise((resolve, reject) => {
         const look = () => {
           const at = frames.findIndex(match)

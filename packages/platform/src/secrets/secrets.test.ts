@@ -234,7 +234,7 @@ describe(`app secrets (${backend})`, () => {
     assert.equal((await call('log')).body, 'logged')
     const app = (await findAppBySlug(h.t.db, 'vault'))!
     let rows: { message: string; fields: unknown }[] = []
-    for (let attempt = 0; attempt < 100 && rows.length === 0; attempt += 1) {
+    for (let attempt = 0, end = Date.now() + 10_000; Date.now() < end && rows.length === 0; attempt += 1) {
       if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 20))
       rows = await h.t.db.query(`select message, fields from platform.function_logs where app_id = $1 and level = 'warn'`, [app.id])
     }

@@ -115,7 +115,7 @@ describe(`owner API routes by app role (${backend})`, () => {
     assert.equal(called.status, 200, await called.text())
     // Lines are written after the response; wait until the owner sees the line.
     let owners: { logs: { message: string }[] } = { logs: [] }
-    for (let attempt = 0; attempt < 100 && owners.logs.length === 0; attempt += 1) {
+    for (let attempt = 0, end = Date.now() + 10_000; Date.now() < end && owners.logs.length === 0; attempt += 1) {
       if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 20))
       owners = (await api(owner, 'GET', '/v1/apps/ledger/logs?function=note')).body
     }

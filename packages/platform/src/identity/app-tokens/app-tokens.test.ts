@@ -190,7 +190,7 @@ describe(`app access tokens (${backend})`, () => {
     assert.equal(session.status, 401, 'an app token cannot be traded for a session token')
     // Recorded off the request path: wait for it briefly.
     let lastUsed: Date | null = null
-    for (let i = 0; i < 50 && !lastUsed; i++) {
+    for (const end = Date.now() + 10_000; Date.now() < end && !lastUsed;) {
       const [row] = await h.t.db.query<{ last_used_at: Date | null }>('select last_used_at from platform.app_access_tokens where id = $1', [id])
       lastUsed = row!.last_used_at
       if (!lastUsed) await new Promise((resolve) => setTimeout(resolve, 20))

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { backend } from '../../../test/test-db.ts'
 import { startHarness, type Harness } from '../../../test/harness.ts'
+import { eventually } from '../../../test/eventually.ts'
 import { CookieClient } from '../../../test/cookie-client.ts'
 import { AUTH, appUrl, deployPage, signInTo } from '../../../test/sign-in-flow.ts'
 import { COOKIES } from '../pages/cookies.ts'
@@ -21,14 +22,18 @@ async function refreshTokenCount(h: Harness): Promise<number> {
 describe(`browser sessions over time (${backend})`, () => {
   let h: Harness
   let failing: 'none' | 'throw' | 'hang' | 'slow' = 'none'
+  /** Lets a 'slow' central answer arrive: the test calls it once the browser got its timeout. */
+  let answerLate: (() => void) | null = null
   before(async () => {
     h = await startHarness(undefined, {
       sessions: {
-        refreshTimeoutMs: 200,
+        // Long enough for a refresh's statements on a loaded machine (a 200 ms bound timed
+        // out ordinary refreshes in CI-like load); 'hang' and 'slow' wait it out.
+        refreshTimeoutMs: 2000,
         refresh: async (token): Promise<RefreshOutcome> => {
           if (failing === 'throw') throw new Error('central auth is down')
           if (failing === 'hang') return new Promise(() => {})
-          if (failing === 'slow') await new Promise((resolve) => setTimeout(resolve, 400))
+          if (failing === 'slow') await new Promise<void>((resolve) => { answerLate = resolve })
           return h.t.db.transaction((tx) => rotateRefreshToken(tx, h.clock, token))
         },
       },
@@ -120,12 +125,20 @@ describe(`browser sessions over time (${backend})`, () => {
     const b = new CookieClient(h)
     await signInTo(b, 'vault', 'owner@acme.test')
     h.clock.advance(HOUR - 30 * 1000)
+    // Sessions whose access was renewed now (an hour ahead; this browser's has 30 s left).
+    const renewed = async () => (await h.t.db.query<{ n: number }>(
+      `select count(*)::int as n from platform.app_sessions where revoked_at is null and access_expires_at > $1`,
+      [new Date(h.clock.now().getTime() + 30 * 60 * 1000)]))[0]!.n
+    const renewedBefore = await renewed()
     failing = 'slow'
     try {
       assert.equal((await b.fetch(`${appUrl('vault')}/`, { headers: { accept: 'application/json' } })).status, 503)
-      await new Promise((resolve) => setTimeout(resolve, 600))
+      assert.ok(answerLate, 'the central call is waiting')
+      answerLate()
+      await eventually(async () => (await renewed()) > renewedBefore, 'the late answer was stored')
     } finally {
       failing = 'none'
+      answerLate = null
     }
     assert.equal(await (await b.fetch(`${appUrl('vault')}/`)).text(), 'vault page')
     h.clock.advance(HOUR)
