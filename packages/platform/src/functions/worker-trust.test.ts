@@ -29,9 +29,11 @@ const FIXTURES = {
     export default defineFunction({
       input: object({}),
       async handler({ log }) {
-        await new Promise((resolve) => setTimeout(resolve, 600))
-        log.info('the victim is running')
-        await new Promise((resolve) => setTimeout(resolve, 1500))
+        // Logs every 100 ms for two seconds: a forger that loads late still sees a call.
+        for (let i = 0; i < 20; i += 1) {
+          log.info('the victim is running')
+          await new Promise((resolve) => setTimeout(resolve, 100))
+        }
         return 'the real value'
       },
     })`,
