@@ -15,6 +15,7 @@ import { bundle, manifest, startHarness, type Harness } from '../../test/harness
 import { appUrl, revealAppToken, signIn, type SignedIn } from '../../test/data-fixture.ts'
 import type { CookieClient } from '../../test/cookie-client.ts'
 import { findAppBySlug } from '../apps/apps.ts'
+import { eventually } from '../../test/eventually.ts'
 
 const SQL = `
 create table notes (id serial primary key, owner_id uuid default auth.uid(), title text not null);
@@ -348,13 +349,10 @@ describe(`Functions over HTTP (${backend})`, () => {
     const app = (await findAppBySlug(h.t.db, 'notes'))!
     // ctx.log does not wait for the insert, so the response can arrive first: poll briefly.
     let rows: { level: string; message: string; fields: any; function_name: string; release_id: string }[] = []
-    for (let attempt = 0, end = Date.now() + 10_000; Date.now() < end && rows.length < 3; attempt += 1) {
-      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 50))
-      rows = await h.t.db.query(
-        `select level, message, fields, function_name, release_id from platform.function_logs where app_id = $1 and function_name = 'chatty' order by level`,
-        [app.id],
-      )
-    }
+    await eventually(async () => (rows = await h.t.db.query(
+      `select level, message, fields, function_name, release_id from platform.function_logs where app_id = $1 and function_name = 'chatty' order by level`,
+      [app.id],
+    )).length >= 3, 'the three lines were stored', 10_000)
     assert.deepEqual(rows.map((row) => row.level), ['error', 'info', 'warn'])
     const [error, info, warn] = rows
     assert.deepEqual(info!.fields, { n: 1 })

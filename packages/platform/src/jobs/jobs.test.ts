@@ -12,6 +12,7 @@ import { enqueueCronRun } from './cron-runs.ts'
 import { payloadHash } from './enqueue.ts'
 import { claimDueJobs, markSucceeded } from './queries.ts'
 import { queuesBundle, queuesYaml } from './test-app.ts'
+import { eventually } from '../../test/eventually.ts'
 
 const SLUG = 'queues'
 
@@ -491,10 +492,8 @@ describe(`jobs (${backend})`, () => {
       assert.equal(body.error.code, 'ENQUEUE_TIMEOUT')
     }
     let landed: { id: string }[] = []
-    for (const end = Date.now() + 10_000; Date.now() < end && landed.length === 0;) {
-      landed = await h.t.db.query<{ id: string }>(`select id from platform.jobs where idempotency_key = 'slow-enqueue'`)
-      if (landed.length === 0) await new Promise((resolve) => setTimeout(resolve, 20))
-    }
+    await eventually(async () => (landed = await h.t.db.query<{ id: string }>(
+      `select id from platform.jobs where idempotency_key = 'slow-enqueue'`)).length > 0, 'the slow enqueue committed', 10_000)
     assert.equal(landed.length, 1, 'the enqueue committed after the producer gave up')
     const retry = await enqueue('work', { mode: 'ok' }, { idempotencyKey: 'slow-enqueue' })
     assert.equal(retry.body.id, landed[0]!.id)

@@ -14,6 +14,7 @@ import { bundle, manifest, ownerApi, startHarness, type Harness } from '../../te
 import { findAppBySlug } from '../apps/apps.ts'
 import { createSecretStore } from './secrets.ts'
 import { recordingLogger } from '../functions/test-bundle.ts'
+import { eventually } from '../../test/eventually.ts'
 
 /** Characters JSON escapes and URLs encode, so each redacted form is exercised. */
 const SECRET = 'sk_live_"q"\\b/ü 42'
@@ -234,10 +235,8 @@ describe(`app secrets (${backend})`, () => {
     assert.equal((await call('log')).body, 'logged')
     const app = (await findAppBySlug(h.t.db, 'vault'))!
     let rows: { message: string; fields: unknown }[] = []
-    for (let attempt = 0, end = Date.now() + 10_000; Date.now() < end && rows.length === 0; attempt += 1) {
-      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 20))
-      rows = await h.t.db.query(`select message, fields from platform.function_logs where app_id = $1 and level = 'warn'`, [app.id])
-    }
+    await eventually(async () => (rows = await h.t.db.query(
+      `select message, fields from platform.function_logs where app_id = $1 and level = 'warn'`, [app.id])).length > 0, 'the warn line was stored', 10_000)
     assert.equal(rows.length, 1)
     const stored = JSON.stringify(rows[0])
     assert.deepEqual(leaks(stored), [], stored)

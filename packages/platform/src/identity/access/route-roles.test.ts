@@ -8,6 +8,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { backend } from '../../../test/test-db.ts'
 import { bundle, manifest, ownerApi, startHarness, type Harness } from '../../../test/harness.ts'
+import { eventually } from '../../../test/eventually.ts'
 
 type Person = { token: string; userId: string }
 
@@ -115,10 +116,8 @@ describe(`owner API routes by app role (${backend})`, () => {
     assert.equal(called.status, 200, await called.text())
     // Lines are written after the response; wait until the owner sees the line.
     let owners: { logs: { message: string }[] } = { logs: [] }
-    for (let attempt = 0, end = Date.now() + 10_000; Date.now() < end && owners.logs.length === 0; attempt += 1) {
-      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 20))
-      owners = (await api(owner, 'GET', '/v1/apps/ledger/logs?function=note')).body
-    }
+    await eventually(async () => (owners = (await api(owner, 'GET', '/v1/apps/ledger/logs?function=note')).body).logs.length > 0,
+      'the owner sees the line', 10_000)
     assert.deepEqual(owners.logs.map((line) => line.message), ['ledger noted'])
     const edits = await api(editor, 'GET', '/v1/apps/ledger/logs?function=note')
     assert.equal(edits.status, 200)

@@ -8,6 +8,7 @@ import { sha256 } from '../../lib/crypto.ts'
 import { APP_CHANGED } from '../../apps/apps.ts'
 import { announceChange, dropLocal } from '../../db/notified-cache.ts'
 import { createAppToken } from './app-tokens.ts'
+import { eventually } from '../../../test/eventually.ts'
 
 const SECRET = /svc_app_[A-Za-z0-9_-]{43}/
 
@@ -189,13 +190,10 @@ describe(`app access tokens (${backend})`, () => {
     const session = await h.request('/_service/api/session', { host: 'vault', token: secret, method: 'POST' })
     assert.equal(session.status, 401, 'an app token cannot be traded for a session token')
     // Recorded off the request path: wait for it briefly.
-    let lastUsed: Date | null = null
-    for (const end = Date.now() + 10_000; Date.now() < end && !lastUsed;) {
-      const [row] = await h.t.db.query<{ last_used_at: Date | null }>('select last_used_at from platform.app_access_tokens where id = $1', [id])
-      lastUsed = row!.last_used_at
-      if (!lastUsed) await new Promise((resolve) => setTimeout(resolve, 20))
-    }
-    assert.equal(lastUsed?.toISOString(), h.clock.now().toISOString())
+    const lastUsed = async () => (await h.t.db.query<{ last_used_at: Date | null }>(
+      'select last_used_at from platform.app_access_tokens where id = $1', [id]))[0]!.last_used_at
+    await eventually(async () => (await lastUsed()) !== null, 'last_used_at was recorded', 10_000)
+    assert.equal((await lastUsed())?.toISOString(), h.clock.now().toISOString())
   })
 
   test('a revoked token is refused on the next request', async () => {
