@@ -432,6 +432,69 @@ describe(`data API conformance with postgrest-js (${backend})`, () => {
     })
   })
 
+  describe('numbers as PostgreSQL wrote them', () => {
+    // PostgREST sends the rows' JSON as PostgreSQL writes it; parsed into JavaScript numbers
+    // and written again, a bigint past 2^53 or a long numeric would lose digits.
+    const precise = 'precise'
+    const getPrecise = (path: string, headers: Record<string, string> = {}) => rest(h, precise, path, { headers })
+
+    before(async () => {
+      const owner = await h.createOwner('precise-owner@acme.test')
+      await deployDataApp(h, owner.token, {
+        slug: precise,
+        sql: `create table readings (id bigint primary key, reading numeric, note text, meta jsonb);
+              insert into readings values (9007199254740993, 12345678901234567890.123456789, null, null),
+                (2, 0.1, 'x', '{"a": null, "b": {"c": null, "d": 1}, "e": [null, {"f": null}]}');
+              create function all_readings() returns setof readings language sql stable as $$ select * from readings $$;
+              create function largest() returns bigint language sql stable as $$ select max(id) from readings $$;`,
+      })
+    })
+
+    test('a bigint past 2^53 and a long numeric keep every digit, in a list, a single object and an rpc', async () => {
+      const list = await getPrecise('/readings?select=id,reading&order=id.desc')
+      assert.equal(list.status, 200)
+      const text = await list.text()
+      assert.match(text, /"id":\s*9007199254740993\b/)
+      assert.match(text, /"reading":\s*12345678901234567890\.123456789\b/)
+      assert.equal(list.headers.get('content-range'), '0-1/*')
+      const single = await getPrecise('/readings?id=eq.9007199254740993', { accept: 'application/vnd.pgrst.object+json;nulls=stripped' })
+      assert.equal(single.status, 200)
+      const object = await single.text()
+      assert.match(object, /^\{"id":9007199254740993,"reading":12345678901234567890\.123456789\}$/)
+      const called = await getPrecise('/rpc/all_readings?select=id&id=gt.2')
+      assert.match(await called.text(), /^\[\{"id":9007199254740993\}\]$/)
+    })
+
+    test('nulls=stripped drops null keys at every depth and keeps null array elements', async () => {
+      const res = await getPrecise('/readings?select=id,note,meta&id=eq.2', { accept: 'application/vnd.pgrst.array+json;nulls=stripped' })
+      assert.deepEqual(await expectJson(res, 200), [{ id: 2, note: 'x', meta: { b: { d: 1 }, e: [null, {}] } }])
+    })
+
+    test('a written row, a key in Location and a function\'s scalar keep every digit', async () => {
+      const owner = await signIn(h, precise, 'precise-writer@acme.test')
+      const written = await rest(h, precise, '/readings?select=id,reading', {
+        token: owner.accessToken, json: { id: '9007199254740995', reading: '0.30000000000000000001' },
+        headers: { prefer: 'return=representation' },
+      })
+      assert.equal(written.status, 201, await written.clone().text())
+      assert.match(await written.text(), /^\[\{"id":9007199254740995,"reading":0\.30000000000000000001\}\]$/)
+      const located = await rest(h, precise, '/readings', {
+        token: owner.accessToken, json: { id: '9007199254740997' }, headers: { prefer: 'return=headers-only' },
+      })
+      assert.equal(located.status, 201)
+      assert.equal(located.headers.get('location'), '/readings?id=eq.9007199254740997')
+      const scalar = await getPrecise('/rpc/largest')
+      assert.equal(await scalar.text(), '9007199254740997')
+    })
+
+    test('HEAD answers the headers of the rows without a body', async () => {
+      const res = await rest(h, precise, '/readings?id=eq.2', { method: 'HEAD' })
+      assert.equal(res.status, 200)
+      assert.equal(res.headers.get('content-range'), '0-0/*')
+      assert.equal(await res.text(), '')
+    })
+  })
+
   describe('insert', () => {
     test('POST inserts one object: 201, no body, Content-Range */*', async () => {
       const res = await rest(h, slug, '/notes', { token: jwt, json: { title: 'first' } })

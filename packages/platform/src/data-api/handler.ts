@@ -16,7 +16,7 @@ import type { App } from '../apps/apps.ts'
 import type { User } from '../identity/index.ts'
 import { contentRange, readRange } from './content-range.ts'
 import { PostgrestError, toPostgrestError } from './errors.ts'
-import { negotiate, stripNulls, type MediaType } from './media-types.ts'
+import { negotiate, type MediaType } from './media-types.ts'
 import type { PostgrestErrorBody } from './parse-errors.ts'
 import type { Preferences } from './query-ast.ts'
 import { parseMutationParams, parsePrefer, parseReadRequest } from './query-parser.ts'
@@ -67,6 +67,7 @@ const MAX_BODY_BYTES = 10 * 1024 * 1024
 
 /** What one statement answers: `{ body, count, rows, keys, inserted }` (see sql.ts). */
 interface Result {
+  /** The body's JSON text when the statement was built with `bodyText`. */
   body: unknown
   count: number | null
   /** Rows the statement produced (reads and calls). */
@@ -277,15 +278,12 @@ export function createDataApi(deps: DataApiDeps) {
     }
   }
 
-  function body(ctx: Context, value: unknown): unknown {
-    if (ctx.request.method === 'HEAD') return undefined
-    return ctx.media.stripNulls ? stripNulls(value) : value
-  }
-
-  /** A response of rows (a table, a view, a function's rows) with its window and count. */
+  /**
+   * A response of rows (a table, a view, a function's rows) with its window and count, from a
+   * statement built with the media type's `BodyShape`: its body is sent as PostgreSQL wrote it.
+   */
   function rowsResponse(ctx: Context, result: Result, offset: number): Response {
-    const rows = Array.isArray(result.body) ? result.body : []
-    const { status, header } = readRange({ offset, rows: rows.length, total: result.count })
+    const { status, header } = readRange({ offset, rows: result.rows ?? 0, total: result.count })
     const headers = { 'content-range': header, ...preferenceApplied(ctx.prefer, {}) }
     if (status === 416) {
       throw new PostgrestError('PGRST103', 416, 'Requested range not satisfiable', {
@@ -293,8 +291,13 @@ export function createDataApi(deps: DataApiDeps) {
         headers,
       })
     }
-    if (ctx.media.single) return json(200, body(ctx, rows[0]), { ...headers, 'content-type': ctx.media.contentType })
-    return json(status, body(ctx, rows), { ...headers, 'content-type': ctx.media.contentType })
+    return textResponse(ctx, ctx.media.single ? 200 : status, result, headers)
+  }
+
+  /** The statement's body text (`bodyText`) as the response, none for HEAD. */
+  function textResponse(ctx: Context, status: number, result: Result, headers: Record<string, string>): Response {
+    const text = ctx.request.method === 'HEAD' || typeof result.body !== 'string' ? null : result.body
+    return new Response(text, { status, headers: { ...headers, 'content-type': ctx.media.contentType } })
   }
 
   async function read(ctx: Context, resource: string, url: URL): Promise<Response> {
@@ -302,7 +305,7 @@ export function createDataApi(deps: DataApiDeps) {
       range: ctx.request.headers.get('range'),
       rangeUnit: ctx.request.headers.get('range-unit'),
     })
-    const statement = buildRead(ctx.schema, parsed, ctx.prefer)
+    const statement = buildRead(ctx.schema, parsed, ctx.prefer, ctx.media)
     const result = await execute(ctx, statement, { readOnly: true, check: singleCheck(ctx, (r) => r.rows ?? 0) })
     return rowsResponse(ctx, result, parsed.offset)
   }
@@ -312,7 +315,7 @@ export function createDataApi(deps: DataApiDeps) {
     const method = ctx.request.method as 'POST' | 'PATCH' | 'DELETE'
     const parsed = parseMutationParams(resource, url.searchParams, { method })
     const payload = method === 'DELETE' ? null : await readBody(ctx.request, ctx.call.caller)
-    const statement = buildWrite(ctx.schema, { request: parsed, prefer: ctx.prefer, body: payload })
+    const statement = buildWrite(ctx.schema, { request: parsed, prefer: ctx.prefer, body: payload, shape: ctx.media })
     const { prefer } = ctx
     const result = await execute(ctx, statement, {
       readOnly: false,
@@ -346,10 +349,7 @@ export function createDataApi(deps: DataApiDeps) {
       Object.assign(headers, preferenceApplied(prefer, { missing: method === 'PATCH', return: true, maxAffected: true }))
       status = prefer.return === 'representation' ? 200 : 204
     }
-    if (prefer.return === 'representation') {
-      const rows = Array.isArray(result.body) ? result.body : []
-      return json(status, body(ctx, ctx.media.single ? rows[0] : rows), { ...headers, 'content-type': ctx.media.contentType })
-    }
+    if (prefer.return === 'representation') return textResponse(ctx, status, result, headers)
     return new Response(null, { status, headers })
   }
 
@@ -374,7 +374,7 @@ export function createDataApi(deps: DataApiDeps) {
     const fn = chooseFunction(ctx.schema, name, new Set(Object.keys(args)))
     // Volatile functions may write: never for anonymous callers, and read-only under GET.
     if (fn.volatility === 'volatile') refuseAnonymousWrite(ctx.call)
-    const statement = buildCall(ctx.schema, fn, args, parsed, ctx.prefer)
+    const statement = buildCall(ctx.schema, fn, args, parsed, ctx.prefer, ctx.media)
     const returnsRows = fn.returnsSet
     const result = await execute(ctx, statement, {
       readOnly: method !== 'POST' || fn.volatility !== 'volatile',
@@ -382,13 +382,8 @@ export function createDataApi(deps: DataApiDeps) {
     })
     if (fn.returnsVoid) return new Response(null, { status: 204, headers: { 'content-range': contentRange(0, 0, null) } })
     if (returnsRows && !fn.returnsScalar) return rowsResponse(ctx, result, parsed.offset)
-    const rows = returnsRows && Array.isArray(result.body) ? result.body.length : 1
-    const value = returnsRows && ctx.media.single && Array.isArray(result.body) ? result.body[0] : result.body
-    return json(200, body(ctx, value), {
-      'content-range': contentRange(0, rows - 1, null),
-      ...preferenceApplied(ctx.prefer, {}),
-      'content-type': ctx.media.contentType,
-    })
+    const rows = returnsRows ? result.rows ?? 0 : 1
+    return textResponse(ctx, 200, result, { 'content-range': contentRange(0, rows - 1, null), ...preferenceApplied(ctx.prefer, {}) })
   }
 
   return {

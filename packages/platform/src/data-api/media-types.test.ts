@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { negotiate, stripNulls } from './media-types.ts'
+import { negotiate } from './media-types.ts'
 
 test('JSON arrays by default and for */*, application/* and application/json', () => {
   for (const accept of [null, '', '*/*', 'application/*', 'application/json', 'application/json; charset=utf-8']) {
@@ -21,8 +21,4 @@ test('the first acceptable type by quality wins; unacceptable ones are PGRST107'
   assert.equal(negotiate('application/vnd.pgrst.object+json;q=0.2, application/json').single, false)
   assert.throws(() => negotiate('text/csv'), { code: 'PGRST107', status: 406 })
   assert.throws(() => negotiate('application/json;q=0'), { code: 'PGRST107' })
-})
-
-test('stripNulls drops null keys at every depth and keeps null array elements', () => {
-  assert.deepEqual(stripNulls([{ a: null, b: { c: null, d: 1 }, e: [null, { f: null }] }]), [{ b: { d: 1 }, e: [null, {}] }])
 })

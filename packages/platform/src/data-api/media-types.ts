@@ -71,12 +71,3 @@ export function negotiate(accept: string | null): MediaType {
   }
   throw new PostgrestError('PGRST107', 406, `None of these media types are available: ${accept.length > 200 ? `${accept.slice(0, 200)}…` : accept}`)
 }
-
-/** json_strip_nulls in JavaScript: object keys whose value is null go, at every depth. */
-export function stripNulls(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(stripNulls)
-  if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== null).map(([k, v]) => [k, stripNulls(v)]))
-  }
-  return value
-}

@@ -73,6 +73,22 @@ export interface Statement {
    * (`count=planned|estimated`); reads the same `$1`.
    */
   countSource?: string
+  /**
+   * The envelope's `body` is the response's JSON as PostgreSQL wrote it (a string), shaped
+   * for the media type (`BodyShape`), to be sent as it is: nothing is parsed into JavaScript
+   * values and written again, so numbers keep every digit (a bigint past 2^53, a numeric).
+   */
+  bodyText?: true
+  /** With `bodyText`: the envelope without its body, and the body's text expression (namespace-sql.ts). */
+  split?: { value: string; text: string }
+}
+
+/** How a response of rows is written, for a statement that answers it as text (`bodyText`). */
+export interface BodyShape {
+  /** One object (the first row) instead of an array; the caller checks that there was one row. */
+  single: boolean
+  /** `nulls=stripped`: `json_strip_nulls`, object keys whose value is null go, at every depth. */
+  stripNulls: boolean
 }
 
 /**
@@ -371,35 +387,55 @@ function countSql(source: string, prefer: Preferences): string {
 }
 
 const ROWS = `coalesce((select json_agg(_s) from pgrst_source _s), '[]'::json)`
+const FIRST_ROW = `(select row_to_json(_s) from pgrst_source _s limit 1)`
+
+/** A json value as the response's text: through `json_strip_nulls` for `nulls=stripped`. */
+function bodyText(value: string, shape: BodyShape): string {
+  return `(${shape.stripNulls ? `json_strip_nulls(${value})` : value})::text`
+}
+
+/**
+ * The envelope `json_build_object('body', <body>, <rest>)`; with `text` (the body as text),
+ * the body is that string, and the statement comes `split` for the login pools.
+ */
+function envelope(body: string, rest: string, text: string | null): Pick<Statement, 'value' | 'bodyText' | 'split'> {
+  if (text === null) return { value: `json_build_object('body', ${body}, ${rest})` }
+  return { value: `json_build_object('body', ${text}, ${rest})`, bodyText: true, split: { value: `json_build_object(${rest})`, text } }
+}
 
 /** The whole read of one relation (or a function's rows): select, filters, order, window, count. */
-function readFrom(ctx: BuildContext, options: { from: string; root: Level; window: ReadRequest; prefer: Preferences; body: 'rows' | 'object' }): Statement {
+function readFrom(ctx: BuildContext, options: { from: string; root: Level; window: ReadRequest; prefer: Preferences; body: 'rows' | 'object'; shape?: BodyShape }): Statement {
   const list = selectList(ctx, options.root)
   const where = [...conditionsAt(options.root, ctx.parts, ctx.params, list.embeds), ...list.conditions]
   const whereSql = where.length > 0 ? ` where ${where.join(' and ')}` : ''
   const countSource = `select 1 from ${options.from}${whereSql}`
   const source = `select ${outputsSql(list.outputs)} from ${options.from}${whereSql}${orderAt(ctx, options.root)}${windowSql(options.window, ctx.params)}`
-  const body = options.body === 'rows' ? ROWS : `(select row_to_json(_s) from pgrst_source _s limit 1)`
+  const { shape } = options
+  const text = shape ? bodyText(options.body === 'object' || shape.single ? FIRST_ROW : ROWS, shape) : null
   return {
     ctes: [`pgrst_source as (${source})`],
-    value: `json_build_object('body', ${body}, 'count', ${countSql(countSource, options.prefer)}, 'rows', (select count(*) from pgrst_source))`,
+    ...envelope(options.body === 'rows' ? ROWS : FIRST_ROW, `'count', ${countSql(countSource, options.prefer)}, 'rows', (select count(*) from pgrst_source)`, text),
     params: ctx.params.values,
     countSource,
   }
 }
 
-export function buildRead(schema: Schema, request: ReadRequest, prefer: Preferences): Statement {
+/** A read; with `shape`, the body is answered as text (`Statement.bodyText`). */
+export function buildRead(schema: Schema, request: ReadRequest, prefer: Preferences, shape?: BodyShape): Statement {
   const ctx: BuildContext = { schema, params: new Params(), aliases: new Aliases(), parts: request }
   const root: Level = { relation: relationOf(schema, request.resource), alias: ctx.aliases.next(), path: [], items: request.select }
   const from = `${ident(schema.name)}.${ident(root.relation.name)} as ${ident(root.alias)}`
-  return readFrom(ctx, { from, root, window: request, prefer, body: 'rows' })
+  return readFrom(ctx, { from, root, window: request, prefer, body: 'rows', ...(shape ? { shape } : {}) })
 }
 
-/** The representation of written rows: the request's select list over `pgrst_source`. */
-function representation(ctx: BuildContext, relation: Relation, select: readonly SelectItem[]): string {
+/** The representation of written rows: the request's select list over `pgrst_source` (the first row for `single`). */
+function representation(ctx: BuildContext, relation: Relation, select: readonly SelectItem[], single = false): string {
   const level: Level = { relation, alias: 'pgrst_written', path: [], items: select }
   const list = selectList(ctx, level)
-  return `coalesce((select json_agg(_s) from (select ${outputsSql(list.outputs)} from pgrst_source as "pgrst_written") _s), '[]'::json)`
+  const rows = `select ${outputsSql(list.outputs)} from pgrst_source as "pgrst_written"`
+  return single
+    ? `(select row_to_json(_s) from (${rows} limit 1) _s)`
+    : `coalesce((select json_agg(_s) from (${rows}) _s), '[]'::json)`
 }
 
 /** Payload columns: `columns=` when given, else every key of every object. */
@@ -418,6 +454,8 @@ export interface WriteInput {
   prefer: Preferences
   /** The parsed JSON body: an object, or an array of objects for POST. */
   body: unknown
+  /** With `return=representation`: the written rows are answered as text (`Statement.bodyText`). */
+  shape?: BodyShape
 }
 
 function rowsOf(body: unknown, allowArray: boolean): Record<string, unknown>[] {
@@ -498,13 +536,17 @@ export function buildWrite(schema: Schema, input: WriteInput): Statement {
   } else {
     throw new PostgrestError('PGRST117', 405, `Unsupported HTTP method: ${request.method}`)
   }
-  const body = prefer.return === 'representation' ? representation(ctx, relation, request.select) : 'null'
+  const represented = prefer.return === 'representation'
+  const body = represented ? representation(ctx, relation, request.select) : 'null'
+  const { shape } = input
+  const text = represented && shape ? bodyText(representation(ctx, relation, request.select, shape.single), shape) : null
+  // Keys as PostgreSQL writes them as text, what a filter reads back (a bigint keeps its digits).
   const keys = relation.primaryKey.length > 0
-    ? `(select json_agg(json_build_object(${relation.primaryKey.map((k) => `'${k.replace(/'/g, "''")}', ${ident(k)}`).join(', ')})) from pgrst_source)`
+    ? `(select json_agg(json_build_object(${relation.primaryKey.map((k) => `'${k.replace(/'/g, "''")}', ${ident(k)}::text`).join(', ')})) from pgrst_source)`
     : 'null'
   return {
     ctes: [`pgrst_source as (${write})`],
-    value: `json_build_object('body', ${body}, 'count', (select count(*) from pgrst_source), 'keys', ${keys}, 'inserted', ${inserted})`,
+    ...envelope(body, `'count', (select count(*) from pgrst_source), 'keys', ${keys}, 'inserted', ${inserted}`, text),
     params: params.values,
   }
 }
@@ -553,9 +595,10 @@ function resultRelation(schema: Schema, fn: DbFunction): Relation | null {
  * A call of an app database function with named arguments from a JSON object. Scalar results
  * are `{ body: value }`; rows (`returns setof table`, `returns table (...)`, a composite) are
  * read like a relation, so select, filters, order, limit and counts apply. The function runs
- * in FROM (once), never as `(f()).*`, which would call it once per column.
+ * in FROM (once), never as `(f()).*`, which would call it once per column. With `shape`, the
+ * result (a scalar, a set, rows, a composite) is answered as text (`Statement.bodyText`).
  */
-export function buildCall(schema: Schema, fn: DbFunction, args: Record<string, unknown>, request: ReadRequest, prefer: Preferences): Statement {
+export function buildCall(schema: Schema, fn: DbFunction, args: Record<string, unknown>, request: ReadRequest, prefer: Preferences, shape?: BodyShape): Statement {
   const params = new Params()
   const given = fn.arguments.filter((a) => a.name in args)
   const argsFrom = given.length > 0
@@ -565,10 +608,12 @@ export function buildCall(schema: Schema, fn: DbFunction, args: Record<string, u
   if (fn.returnsScalar || fn.returnsVoid) {
     // In a CTE a volatile call runs exactly once, even when its value is not used (void).
     const source = `pgrst_source as (select ${call} as _v${argsFrom ? ` from ${argsFrom}` : ''})`
-    const body = fn.returnsVoid ? 'null' : fn.returnsSet ? `coalesce((select json_agg(_v) from pgrst_source), '[]'::json)` : '(select to_json(_v) from pgrst_source)'
+    const first = '(select to_json(_v) from pgrst_source limit 1)'
+    const body = fn.returnsVoid ? 'null' : fn.returnsSet ? `coalesce((select json_agg(_v) from pgrst_source), '[]'::json)` : first
+    const text = fn.returnsVoid || !shape ? null : bodyText(fn.returnsSet && !shape.single ? body : first, shape)
     return {
       ctes: [source],
-      value: `json_build_object('body', ${body}, 'count', null, 'rows', (select count(*) from pgrst_source))`,
+      ...envelope(body, `'count', null, 'rows', (select count(*) from pgrst_source)`, text),
       params: params.values,
     }
   }
@@ -580,5 +625,7 @@ export function buildCall(schema: Schema, fn: DbFunction, args: Record<string, u
     throw new PostgrestError('PGRST202', 404, `The function ${schema.name}.${fn.name} returns an undescribed record and cannot be called`)
   }
   const root: Level = { relation: returned, alias: ctx.aliases.next(), path: [], items: request.select }
-  return readFrom(ctx, { from: `${rowsFrom} as ${ident(root.alias)}`, root, window: request, prefer, body: fn.returnsSet ? 'rows' : 'object' })
+  return readFrom(ctx, {
+    from: `${rowsFrom} as ${ident(root.alias)}`, root, window: request, prefer, body: fn.returnsSet ? 'rows' : 'object', ...(shape ? { shape } : {}),
+  })
 }

@@ -38,6 +38,13 @@ export interface StatementParts {
   ctes: readonly string[]
   value: string
   params: readonly unknown[]
+  /**
+   * The same answer with its `body` apart, as a text expression: an executor that reads
+   * columns (a login pool) selects `text` beside `value` and puts the string in as `body`,
+   * so nothing escapes it into the json value. The wrapper, which answers one json value,
+   * runs `value`.
+   */
+  split?: { value: string; text: string }
 }
 
 export interface RunOptions {
@@ -206,6 +213,11 @@ function withPrologue(prologue: string, parts: Pick<StatementParts, 'ctes' | 'va
   return `with ${[first, ...parts.ctes].join(', ')} select ${parts.value} as result${gated ? ', pgrst_prologue.pgrst_token_id as token_id' : ''} from pgrst_prologue`
 }
 
+/** The parts a login pool runs: with a `split`, its value and, beside it, the body's text. */
+function columnsOf(parts: StatementParts): Pick<StatementParts, 'ctes' | 'value'> {
+  return parts.split ? { ctes: parts.ctes, value: `${parts.split.text} as pgrst_text, ${parts.split.value}` } : parts
+}
+
 function errorFields(error: unknown): { code?: string; routine?: string; severity?: string } {
   const e = error as { code?: unknown; errno?: unknown; routine?: unknown; severity?: unknown }
   const code = typeof e?.code === 'string' ? e.code : typeof e?.errno === 'string' ? e.errno : undefined
@@ -228,9 +240,15 @@ function isAuthFailure(error: unknown): boolean {
   return code === '28P01' && severity === 'FATAL' && routine === 'auth_failed'
 }
 
+/** A row's answer: its first column, or its `result` with the body's text (`columnsOf`) put in. */
+function answerOf(row: Record<string, unknown>): unknown {
+  if ('pgrst_text' in row) return { ...(row['result'] as Record<string, unknown>), body: row['pgrst_text'] }
+  return Object.values(row)[0] ?? null
+}
+
 function firstValue(rows: Record<string, unknown>[]): unknown {
   const row = rows[0]
-  return row ? Object.values(row)[0] ?? null : null
+  return row ? answerOf(row) : null
 }
 
 /** A gated statement's result: tells the gate what it answered, returns the value. */
@@ -238,7 +256,7 @@ function gatedResult(gate: CallerGate, rows: Record<string, unknown>[]): unknown
   const row = rows[0]
   if (!row) throw new Error('a gated statement returned no row')
   gate.passed?.({ tokenId: (row['token_id'] as string | null) ?? null })
-  return row['result'] ?? null
+  return answerOf(row)
 }
 
 export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
@@ -443,7 +461,7 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
         return firstValue(await tx.query(sql, [JSON.stringify(params)]))
       }
       return fn({
-        statement: (parts) => call(withPrologue('$1::jsonb', parts, false), parts.params),
+        statement: (parts) => call(withPrologue('$1::jsonb', columnsOf(parts), false), parts.params),
         explain: (sql, params) => call(`explain (format json) with pgrst_params as (select $1::jsonb) ${sql}`, params),
       })
     }))
@@ -474,8 +492,8 @@ export function createNamespaceSql(options: NamespaceSqlOptions): NamespaceSql {
             const { gate } = run
             const readOnly = run.readOnly ? `, ${READ_ONLY}` : ''
             const text = gate
-              ? withPrologue(`${GATED_CLAIMS}${readOnly}, $1::jsonb`, parts, true, GATE_FROM(gate, 2))
-              : withPrologue(`${CLAIMS(2)}${readOnly}, $1::jsonb`, parts, true)
+              ? withPrologue(`${GATED_CLAIMS}${readOnly}, $1::jsonb`, columnsOf(parts), true, GATE_FROM(gate, 2))
+              : withPrologue(`${CLAIMS(2)}${readOnly}, $1::jsonb`, columnsOf(parts), true)
             const rest = gate ? gate.args : [claimsText(run.claims)]
             const result = await onPool(entry, async () => {
               const named = prepare(entry, text)

@@ -19,7 +19,7 @@
 import { randomUUID } from 'node:crypto'
 import { first, type Db, type Queryable } from '../../db/db.ts'
 import type { Clock } from '../../lib/clock.ts'
-import { newSecret, sha256 } from '../../lib/crypto.ts'
+import { newSecret, sha256, sha256Hex } from '../../lib/crypto.ts'
 import { decrypt, encrypt } from '../../lib/encryption.ts'
 import { ServiceError } from '../../lib/errors.ts'
 import { createUsageStamps } from '../../db/usage-stamps.ts'
@@ -192,7 +192,7 @@ export function appTokenGate(db: Db, clock: Clock, input: { token: string; appId
   if (!input.token.startsWith(APP_TOKEN_PREFIX) || input.token.length > 200) return null
   return {
     check: 'app_token',
-    args: [input.appId, sha256(input.token).toString('hex')],
+    args: [input.appId, sha256Hex(input.token)],
     passed: (answer) => {
       if (answer.tokenId) appTokenUsage.touch(db, clock, answer.tokenId)
     },
