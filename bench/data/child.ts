@@ -32,7 +32,7 @@ function nextMessage(child: ChildProcess, type: FromServer['type']): Promise<Fro
  * Forks server.ts, sets up the platform and the bench app, and resolves when it listens.
  * BENCH_CPU_PROF (a directory) makes the server write a V8 CPU profile there on exit.
  */
-export async function startChild(options: { storage: Storage; databaseUrl?: string; rows: number; categories: number; extraApps?: { count: number; rows: number } }): Promise<Child> {
+export async function startChild(options: Omit<Extract<ToServer, { type: 'start' }>, 'type'>): Promise<Child> {
   const profileDir = process.env.BENCH_CPU_PROF
   const child = fork(new URL('./server.ts', import.meta.url).pathname, [], {
     execArgv: ['--import', 'tsx', ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])],

@@ -3,7 +3,11 @@
 export type Storage = 'postgres' | 'pglite'
 
 export type ToServer =
-  | { type: 'start'; storage: Storage; databaseUrl?: string; rows: number; categories: number; extraApps?: { count: number; rows: number } }
+  | {
+      type: 'start'; storage: Storage; databaseUrl?: string; rows: number; categories: number; extraApps?: { count: number; rows: number }
+      /** DATABASE_APP_POOL_SIZE (connections per namespace login pool); the platform's default when absent. */
+      appPoolSize?: number
+    }
   /** Starts (on) or stops and reports (off) counting SQL statements and server time per request. */
   | { type: 'profile'; on: boolean }
   | { type: 'stop' }

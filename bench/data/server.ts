@@ -63,6 +63,7 @@ async function start(message: Extract<ToServer, { type: 'start' }>): Promise<voi
       smtpUrl: null,
       mailFrom: 'Bench <no-reply@localhost>',
       registration: false,
+      ...(message.appPoolSize !== undefined ? { appPoolSize: message.appPoolSize } : {}),
     },
     db: counted,
     clock: systemClock,
