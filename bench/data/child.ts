@@ -1,4 +1,4 @@
-/** The platform server under test as a child process (server.ts), driven over IPC. */
+/** The platform server under test as a child process (server.ts), driven over IPC; and the floor server. */
 import { fork, type ChildProcess } from 'node:child_process'
 import type { Fixture, FromServer, Profile, Storage, ToServer } from './protocol.ts'
 
@@ -62,6 +62,28 @@ export async function startChild(options: Omit<Extract<ToServer, { type: 'start'
     async stop() {
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
       request(child, { type: 'stop' })
+      await exited
+    },
+  }
+}
+
+/** The bare Hono + driver server (floor-server.ts): the best a Node HTTP layer can do here. */
+export async function startFloor(databaseUrl: string, table: string, connections: number): Promise<{ pid: number; port: number; stop(): Promise<void> }> {
+  const child = fork(new URL('./floor-server.ts', import.meta.url).pathname, [], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('message', (message: { port: number }) => resolve(message.port))
+    child.once('exit', (code) => reject(new Error(`the floor server exited (${code})`)))
+    child.send({ databaseUrl, table, connections })
+  })
+  return {
+    pid: child.pid ?? 0,
+    port,
+    async stop() {
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+      child.send('stop')
       await exited
     },
   }

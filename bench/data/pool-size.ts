@@ -8,9 +8,8 @@
  *
  *   POOL_A=1 POOL_B=4 FLOOR_CONNECTIONS=10 ROUNDS=6 npx tsx bench/data/pool-size.ts
  */
-import { fork } from 'node:child_process'
 import { ident } from '../../packages/platform/src/db/db.ts'
-import { startChild, type Child } from './child.ts'
+import { startChild, startFloor, type Child } from './child.ts'
 import { processSeconds } from './cpu.ts'
 import { alternate, httpRunner, summarise, type HttpCase } from './load.ts'
 import { createDatabase, startServer, type Database } from './postgres.ts'
@@ -26,27 +25,6 @@ const WARMUP_SECONDS = 2
 
 const randomId = () => 1 + Math.floor(Math.random() * ROWS)
 
-async function startFloor(databaseUrl: string, table: string): Promise<{ pid: number; port: number; stop(): Promise<void> }> {
-  const child = fork(new URL('./floor-server.ts', import.meta.url).pathname, [], {
-    execArgv: ['--import', 'tsx'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  })
-  const port = await new Promise<number>((resolve, reject) => {
-    child.once('message', (message: { port: number }) => resolve(message.port))
-    child.once('exit', (code) => reject(new Error(`the floor server exited (${code})`)))
-    child.send({ databaseUrl, table, connections: floorConnections })
-  })
-  return {
-    pid: child.pid ?? 0,
-    port,
-    async stop() {
-      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-      child.send('stop')
-      await exited
-    },
-  }
-}
-
 async function main(): Promise<void> {
   const server = startServer(process.env.DATABASE_URL)
   const databases: Database[] = []
@@ -57,7 +35,7 @@ async function main(): Promise<void> {
       databases.push(database)
       children.push(await startChild({ storage: 'postgres', databaseUrl: database.url, rows: ROWS, categories: 100, appPoolSize }))
     }
-    const floor = await startFloor(databases[0]!.url, `${ident(children[0]!.fixture.schemaName)}.items`)
+    const floor = await startFloor(databases[0]!.url, `${ident(children[0]!.fixture.schemaName)}.items`, floorConnections)
     try {
       const read = (token: string): HttpCase => ({ method: 'GET', path: () => `/rest/v1/items?id=eq.${randomId()}`, headers: { authorization: `Bearer ${token}` } })
       const runners = [

@@ -22,7 +22,7 @@
  * BENCH_SECONDS (measured seconds per headline contender, default 8; others get half),
  * BENCH_CPU_PROF (a directory: the platform server writes a V8 CPU profile there).
  */
-import { execFileSync, fork } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import os from 'node:os'
 import { createHash } from 'node:crypto'
@@ -42,7 +42,7 @@ import {
   alternate, callRunner, httpOnce, httpRunner, sequentialHttp, summarise, type HttpCase, type HttpTarget, type Runner, type Summary,
 } from './load.ts'
 import { createDatabase, startServer } from './postgres.ts'
-import { startChild, type Child } from './child.ts'
+import { startChild, startFloor, type Child } from './child.ts'
 import type { Fixture, Profile, Storage } from './protocol.ts'
 
 const CONNECTIONS = 10
@@ -89,27 +89,6 @@ interface Row {
 
 // ---- The servers under test ----
 
-/** The bare Hono + driver server (floor-server.ts): the best a Node HTTP layer can do here. */
-async function startFloor(databaseUrl: string, table: string): Promise<{ pid: number; port: number; stop(): Promise<void> }> {
-  const child = fork(new URL('./floor-server.ts', import.meta.url).pathname, [], {
-    execArgv: ['--import', 'tsx'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  })
-  const port = await new Promise<number>((resolve, reject) => {
-    child.once('message', (message: { port: number }) => resolve(message.port))
-    child.once('exit', (code) => reject(new Error(`the floor server exited (${code})`)))
-    child.send({ databaseUrl, table, connections: CONNECTIONS })
-  })
-  return {
-    pid: child.pid ?? 0,
-    port,
-    async stop() {
-      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-      child.send('stop')
-      await exited
-    },
-  }
-}
 
 // ---- The requests ----
 
@@ -330,7 +309,7 @@ async function runPostgres(databaseUrl: string, rows: Row[]): Promise<Map<string
     const calls = (call: () => Promise<unknown>, connections: number) => metered(callRunner(call, connections), inClient)
 
     log('postgres: starting the floor server (bare Hono + driver)')
-    const floor = await startFloor(databaseUrl, table)
+    const floor = await startFloor(databaseUrl, table, CONNECTIONS)
     try {
       const floorTarget: HttpTarget = { port: floor.port, host: `127.0.0.1:${floor.port}` }
       const floorCase: HttpCase = { method: 'GET', path: cases['pk read'].path, headers: {} }
