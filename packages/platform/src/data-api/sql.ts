@@ -395,12 +395,12 @@ function bodyText(value: string, shape: BodyShape): string {
 }
 
 /**
- * The envelope `json_build_object('body', <body>, <rest>)`; with `text` (the body as text),
- * the body is that string, and the statement comes `split` for the login pools.
+ * The envelope `json_build_object('body', <body>, <rest>)`; when the body is text
+ * (`bodyText`), the statement also comes `split` for the login pools.
  */
-function envelope(body: string, rest: string, text: string | null): Pick<Statement, 'value' | 'bodyText' | 'split'> {
-  if (text === null) return { value: `json_build_object('body', ${body}, ${rest})` }
-  return { value: `json_build_object('body', ${text}, ${rest})`, bodyText: true, split: { value: `json_build_object(${rest})`, text } }
+function envelope(body: string, rest: string, text: boolean): Pick<Statement, 'value' | 'bodyText' | 'split'> {
+  const value = `json_build_object('body', ${body}, ${rest})`
+  return text ? { value, bodyText: true, split: { value: `json_build_object(${rest})`, text: body } } : { value }
 }
 
 /** The whole read of one relation (or a function's rows): select, filters, order, window, count. */
@@ -411,10 +411,12 @@ function readFrom(ctx: BuildContext, options: { from: string; root: Level; windo
   const countSource = `select 1 from ${options.from}${whereSql}`
   const source = `select ${outputsSql(list.outputs)} from ${options.from}${whereSql}${orderAt(ctx, options.root)}${windowSql(options.window, ctx.params)}`
   const { shape } = options
-  const text = shape ? bodyText(options.body === 'object' || shape.single ? FIRST_ROW : ROWS, shape) : null
+  const body = shape
+    ? bodyText(options.body === 'object' || shape.single ? FIRST_ROW : ROWS, shape)
+    : options.body === 'rows' ? ROWS : FIRST_ROW
   return {
     ctes: [`pgrst_source as (${source})`],
-    ...envelope(options.body === 'rows' ? ROWS : FIRST_ROW, `'count', ${countSql(countSource, options.prefer)}, 'rows', (select count(*) from pgrst_source)`, text),
+    ...envelope(body, `'count', ${countSql(countSource, options.prefer)}, 'rows', (select count(*) from pgrst_source)`, shape !== undefined),
     params: ctx.params.values,
     countSource,
   }
@@ -536,17 +538,18 @@ export function buildWrite(schema: Schema, input: WriteInput): Statement {
   } else {
     throw new PostgrestError('PGRST117', 405, `Unsupported HTTP method: ${request.method}`)
   }
-  const represented = prefer.return === 'representation'
-  const body = represented ? representation(ctx, relation, request.select) : 'null'
   const { shape } = input
-  const text = represented && shape ? bodyText(representation(ctx, relation, request.select, shape.single), shape) : null
+  const represented = prefer.return === 'representation'
+  const body = !represented
+    ? 'null'
+    : shape ? bodyText(representation(ctx, relation, request.select, shape.single), shape) : representation(ctx, relation, request.select)
   // Keys as PostgreSQL writes them as text, what a filter reads back (a bigint keeps its digits).
   const keys = relation.primaryKey.length > 0
     ? `(select json_agg(json_build_object(${relation.primaryKey.map((k) => `'${k.replace(/'/g, "''")}', ${ident(k)}::text`).join(', ')})) from pgrst_source)`
     : 'null'
   return {
     ctes: [`pgrst_source as (${write})`],
-    ...envelope(body, `'count', (select count(*) from pgrst_source), 'keys', ${keys}, 'inserted', ${inserted}`, text),
+    ...envelope(body, `'count', (select count(*) from pgrst_source), 'keys', ${keys}, 'inserted', ${inserted}`, represented && shape !== undefined),
     params: params.values,
   }
 }
@@ -609,11 +612,11 @@ export function buildCall(schema: Schema, fn: DbFunction, args: Record<string, u
     // In a CTE a volatile call runs exactly once, even when its value is not used (void).
     const source = `pgrst_source as (select ${call} as _v${argsFrom ? ` from ${argsFrom}` : ''})`
     const first = '(select to_json(_v) from pgrst_source limit 1)'
-    const body = fn.returnsVoid ? 'null' : fn.returnsSet ? `coalesce((select json_agg(_v) from pgrst_source), '[]'::json)` : first
-    const text = fn.returnsVoid || !shape ? null : bodyText(fn.returnsSet && !shape.single ? body : first, shape)
+    const value = fn.returnsSet && !shape?.single ? `coalesce((select json_agg(_v) from pgrst_source), '[]'::json)` : first
+    const text = !fn.returnsVoid && shape !== undefined
     return {
       ctes: [source],
-      ...envelope(body, `'count', null, 'rows', (select count(*) from pgrst_source)`, text),
+      ...envelope(fn.returnsVoid ? 'null' : text ? bodyText(value, shape!) : value, `'count', null, 'rows', (select count(*) from pgrst_source)`, text),
       params: params.values,
     }
   }
