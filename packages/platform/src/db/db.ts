@@ -11,6 +11,14 @@ export interface QueryOptions {
    * the app statement timeout; on PostgreSQL every statement has the server's statement_timeout.
    */
   appSql?: boolean
+  /**
+   * The statement is the platform's own SQL, never an app's, and hot (the jobs engine's
+   * enqueue): on PostgreSQL it runs as a named prepared statement, one round trip instead of
+   * a describe and then an execute, on connections where app SQL never runs (a named
+   * statement on a connection that runs app SQL could be replaced by that SQL). Ignored in a
+   * transaction (it stays on the transaction's connection) and on PGlite.
+   */
+  platformPrepared?: boolean
 }
 
 export interface Queryable {

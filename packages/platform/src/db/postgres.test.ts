@@ -34,4 +34,21 @@ describe('PostgreSQL connections', () => {
       await db.close()
     }
   })
+
+  test('platform statements asked prepared run as named statements on connections of their own, never in a transaction\'s or app SQL\'s', { skip: process.env.DATABASE_URL ? false : 'needs DATABASE_URL' }, async () => {
+    const db = openPostgres({ url: process.env.DATABASE_URL!, maxConnections: 1 })
+    try {
+      const text = `select current_setting('application_name') as a, (select count(*)::int from pg_prepared_statements where statement like $1) as n`
+      await db.query(text, ['%pg_prepared_statements where statement like%'], { platformPrepared: true })
+      const [own] = await db.query<{ a: string; n: number }>(text, ['%pg_prepared_statements where statement like%'], { platformPrepared: true })
+      assert.deepEqual(own, { a: 'service-platform-statements', n: 1 })
+      // Without the option, and inside a transaction with it: the main connections, nothing prepared.
+      const [plain] = await db.query<{ a: string; n: number }>(text, ['%pg_prepared_statements where statement like%'])
+      assert.deepEqual(plain, { a: 'service-platform', n: 0 })
+      const [inTx] = await db.transaction((tx) => tx.query<{ a: string; n: number }>(text, ['%pg_prepared_statements where statement like%'], { platformPrepared: true }))
+      assert.deepEqual(inTx, { a: 'service-platform', n: 0 })
+    } finally {
+      await db.close()
+    }
+  })
 })

@@ -3,7 +3,7 @@
  * connections; LISTEN/NOTIFY on a dedicated connection the driver manages.
  */
 import postgres from 'postgres'
-import type { Db, LoginPool, LoginPoolOptions, Queryable, Row } from './db.ts'
+import type { Db, LoginPool, LoginPoolOptions, Queryable, QueryOptions, Row } from './db.ts'
 
 export interface PostgresOptions {
   url: string
@@ -38,8 +38,23 @@ export function openPostgres(options: PostgresOptions): Db {
       ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
     },
   })
+  // The platform's own hot statements (QueryOptions.platformPrepared): named prepared
+  // statements, safe because no app SQL ever runs on these connections.
+  const statements = postgres(options.url, {
+    max: 4,
+    idle_timeout: 60,
+    onnotice: () => {},
+    types: TYPES,
+    connection: {
+      application_name: 'service-platform-statements',
+      ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
+    },
+  })
   const asQueryable = (target: postgres.Sql | postgres.TransactionSql): Queryable => ({
-    async query<T extends Row>(text: string, params: readonly unknown[] = []) {
+    async query<T extends Row>(text: string, params: readonly unknown[] = [], queryOptions: QueryOptions = {}) {
+      if (queryOptions.platformPrepared && target === sql) {
+        return (await statements.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare: true })) as unknown as T[]
+      }
       const rows = await target.unsafe(text, params as postgres.ParameterOrJSON<never>[], {
         // Never named prepared statements: app SQL runs on these pooled connections (inside
         // platform_exec) and could replace a named statement with its own, which the
@@ -84,7 +99,7 @@ export function openPostgres(options: PostgresOptions): Db {
     openLoginPool: (login) => openLoginPool(options, login),
     describe: () => `postgres://${url.hostname}:${url.port || 5432}${url.pathname}`,
     async close() {
-      await Promise.all([sql.end({ timeout: 5 }), reader.end({ timeout: 5 })])
+      await Promise.all([sql.end({ timeout: 5 }), reader.end({ timeout: 5 }), statements.end({ timeout: 5 })])
     },
   }
 }

@@ -118,13 +118,15 @@ export interface ClaimFor {
  * woken at commit.
  */
 export async function insertJobOnce(db: Queryable, job: NewJob, limit: number | null, claimFor: ClaimFor | null = null): Promise<InsertOutcome> {
-  // platform.enqueue_job (migration 0032): the statement, with its plan kept per connection.
+  // platform.enqueue_job (migration 0032): the statement, prepared on the platform's own connections.
   const rows = await db.query<{ existing: Record<string, unknown> | null; inserted: Record<string, unknown> | null; counted: boolean; claimed: ClaimedJob | null }>(
     `select existing, inserted, counted, claimed from platform.enqueue_job($1::uuid, $2::uuid, $3::text, $4::text, $5::jsonb, $6::text,
        $7::text, $8::uuid, $9::int, $10::int, $11::int, $12::boolean, $13::int, $14::timestamptz, $15::timestamptz, $16::int, $17::text, $18::int)`,
     [job.appId, job.namespaceId, job.kind, job.queue, JSON.stringify(job.payload), job.payloadSha256, job.idempotencyKey,
       job.enqueuedBy, job.concurrency, job.maxAttempts, job.retryDelaySeconds, job.retryBackoff, job.timeoutSeconds, job.runAt, job.now, limit,
       claimFor?.owner ?? null, claimFor?.leaseGraceSeconds ?? null],
+    // One round trip (a named statement on the platform's own connections), not a describe and an execute.
+    { platformPrepared: true },
   )
   const row = rows[0]!
   if (row.existing !== null) return { kind: 'existing', row: jobFromJson(row.existing) }
