@@ -182,11 +182,12 @@ export async function claimDueJobs(
   db: Queryable,
   options: { now: Date; limit: number; owner: string; leaseGraceSeconds: number },
 ): Promise<ClaimedJob[]> {
-  // platform.claim_jobs (migration 0032): the statements, with their plans kept per connection.
+  // platform.claim_jobs (migration 0039): prepared on the platform's own connections.
   return await db.query<ClaimedJob>(
     `select id, app_id, namespace_id, kind, queue, payload, attempts, timeout_seconds, app_slug, app_status, app_release_id
        from platform.claim_jobs($1::timestamptz, $2::int, $3::text, $4::int)`,
     [options.now, options.limit, options.owner, options.leaseGraceSeconds],
+    { platformPrepared: true },
   )
 }
 
@@ -239,10 +240,11 @@ export async function repairEarlyMarks(db: Queryable, options: { now: Date; limi
  * that is no longer its job's current one is ignored.
  */
 export async function markSucceeded(db: Queryable, options: { attempts: readonly { id: string; attempt: number }[]; now: Date }): Promise<string[]> {
-  // platform.complete_jobs (migration 0026): the statement, with its plan kept per connection.
+  // platform.complete_jobs (migration 0026): prepared on the platform's own connections.
   const rows = await db.query<{ id: string }>(
     `select id from platform.complete_jobs($1::uuid[], $2::int[], $3::timestamptz) as id`,
     [options.attempts.map((a) => a.id), options.attempts.map((a) => a.attempt), options.now],
+    { platformPrepared: true },
   )
   return rows.map((row) => row.id)
 }
@@ -256,11 +258,12 @@ export async function completeAndClaim(
   db: Queryable,
   options: { attempts: readonly { id: string; attempt: number }[]; now: Date; limit: number; owner: string; leaseGraceSeconds: number },
 ): Promise<ClaimedJob[]> {
-  // platform.complete_and_claim_jobs (migration 0026).
+  // platform.complete_and_claim_jobs (migration 0026): prepared on the platform's own connections.
   return await db.query<ClaimedJob>(
     `select id, app_id, namespace_id, kind, queue, payload, attempts, timeout_seconds, app_slug, app_status, app_release_id
        from platform.complete_and_claim_jobs($1::uuid[], $2::int[], $3::timestamptz, $4::int, $5::text, $6::int)`,
     [options.attempts.map((a) => a.id), options.attempts.map((a) => a.attempt), options.now, options.limit, options.owner, options.leaseGraceSeconds],
+    { platformPrepared: true },
   )
 }
 
