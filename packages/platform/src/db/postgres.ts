@@ -38,18 +38,19 @@ export function openPostgres(options: PostgresOptions): Db {
       ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
     },
   })
-  // The platform's own hot statements (QueryOptions.platformPrepared): named prepared
-  // statements, safe because no app SQL ever runs on these connections.
-  const statements = postgres(options.url, {
+  // Pools where no app SQL ever runs, so named prepared statements are safe on them.
+  const platformOnly = (applicationName: string) => postgres(options.url, {
     max: 4,
     idle_timeout: 60,
     onnotice: () => {},
     types: TYPES,
     connection: {
-      application_name: 'service-platform-statements',
+      application_name: applicationName,
       ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
     },
   })
+  // The platform's own hot statements (QueryOptions.platformPrepared).
+  const statements = platformOnly('service-platform-statements')
   const asQueryable = (target: postgres.Sql | postgres.TransactionSql): Queryable => ({
     async query<T extends Row>(text: string, params: readonly unknown[] = [], queryOptions: QueryOptions = {}) {
       if (queryOptions.platformPrepared && target === sql) {
@@ -69,16 +70,7 @@ export function openPostgres(options: PostgresOptions): Db {
   })
   // Platform reads only: named prepared statements are safe here because no app SQL ever
   // runs on these connections (runAsRole takes a Queryable, which this is not).
-  const reader = postgres(options.url, {
-    max: 4,
-    idle_timeout: 60,
-    onnotice: () => {},
-    types: TYPES,
-    connection: {
-      application_name: 'service-platform-reads',
-      ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
-    },
-  })
+  const reader = platformOnly('service-platform-reads')
   const url = new URL(options.url)
   return {
     kind: 'postgres',
