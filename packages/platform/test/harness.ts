@@ -5,7 +5,7 @@
  */
 import { createPlatform, type Platform } from '../src/platform.ts'
 import { ManualClock } from '../src/lib/clock.ts'
-import { silentLogger } from '../src/lib/logger.ts'
+import { createLogger, silentLogger, type Logger, type LogLevel } from '../src/lib/logger.ts'
 import { newSecret } from '../src/lib/crypto.ts'
 import { randomBytes } from 'node:crypto'
 import type { PlatformDeps } from '../src/platform.ts'
@@ -31,11 +31,20 @@ export interface Harness {
   close(): Promise<void>
 }
 
-export async function startHarness(existing?: TestDb, overrides: Partial<Pick<PlatformDeps, 'mailer' | 'sessions' | 'logger' | 'files' | 'push' | 'email' | 'realtime'>> & { registration?: boolean; baseUrl?: string; ai?: AiSettings } = {}): Promise<Harness> {
+/** `TEST_LOG=debug|info|warn|error`: the test platforms log at that level on stderr; else nothing. */
+function testLogger(): Logger {
+  const level = process.env.TEST_LOG
+  if (!level) return silentLogger
+  if (!LEVELS.includes(level as LogLevel)) throw new Error(`TEST_LOG: one of ${LEVELS.join(', ')}, not ${level}`)
+  return createLogger({ level: level as LogLevel })
+}
+const LEVELS: LogLevel[] = ['debug', 'info', 'warn', 'error']
+
+export async function startHarness(existing?: TestDb, overrides: Partial<Pick<PlatformDeps, 'mailer' | 'sessions' | 'logger' | 'files' | 'push' | 'email' | 'realtime'>> & { registration?: boolean; baseUrl?: string; ai?: AiSettings; masterKey?: Uint8Array } = {}): Promise<Harness> {
   const t = existing ?? (await createTestDb())
   const clock = new ManualClock('2026-11-21T12:00:00Z')
   const operatorKey = newSecret('svc_operator_')
-  const masterKey = new Uint8Array(randomBytes(32))
+  const masterKey = overrides.masterKey ?? new Uint8Array(randomBytes(32))
   const bundlesDir = mkdtempSync(join(tmpdir(), 'service-bundles-'))
   const platform = createPlatform({
     bundlesDir,
@@ -49,7 +58,7 @@ export async function startHarness(existing?: TestDb, overrides: Partial<Pick<Pl
     ...(overrides.realtime ? { realtime: overrides.realtime } : {}),
     db: t.db,
     clock,
-    logger: overrides.logger ?? silentLogger,
+    logger: overrides.logger ?? testLogger(),
     operatorKey,
   })
   const base = new URL(overrides.baseUrl ?? BASE)

@@ -50,7 +50,7 @@ describe(`app edge caches: changes bite on the next request (${backend})`, () =>
     owner = await h.createOwner('owner@acme.test')
     if (h.t.url) {
       const pool = openPostgres({ url: h.t.url, maxConnections: 2 })
-      other = await startHarness({ db: pool, cleanup: () => pool.close() })
+      other = await startHarness({ db: pool, cleanup: () => pool.close() }, { masterKey: h.masterKey })
       await other.platform.ready()
     }
   })

@@ -56,7 +56,7 @@ describe(`custom domains: serving and sign-in (${backend})`, () => {
     }
     if (h.t.url) {
       const pool = openPostgres({ url: h.t.url, maxConnections: 2 })
-      other = await startHarness({ db: pool, cleanup: () => pool.close() })
+      other = await startHarness({ db: pool, cleanup: () => pool.close() }, { masterKey: h.masterKey })
       await other.platform.ready()
     }
   })
