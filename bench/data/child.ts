@@ -28,14 +28,19 @@ function nextMessage(child: ChildProcess, type: FromServer['type']): Promise<Fro
   })
 }
 
+/** tsx, and with BENCH_CPU_PROF (a directory) a V8 CPU profile written there on exit. */
+function execArgv(): string[] {
+  const profileDir = process.env.BENCH_CPU_PROF
+  return ['--import', 'tsx', ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])]
+}
+
 /**
  * Forks server.ts, sets up the platform and the bench app, and resolves when it listens.
  * BENCH_CPU_PROF (a directory) makes the server write a V8 CPU profile there on exit.
  */
 export async function startChild(options: Omit<Extract<ToServer, { type: 'start' }>, 'type'>): Promise<Child> {
-  const profileDir = process.env.BENCH_CPU_PROF
   const child = fork(new URL('./server.ts', import.meta.url).pathname, [], {
-    execArgv: ['--import', 'tsx', ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])],
+    execArgv: execArgv(),
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   const ready = nextMessage(child, 'ready')
@@ -67,10 +72,13 @@ export async function startChild(options: Omit<Extract<ToServer, { type: 'start'
   }
 }
 
-/** The bare Hono + driver server (floor-server.ts): the best a Node HTTP layer can do here. */
+/**
+ * The bare Hono + driver server (floor-server.ts): the best a Node HTTP layer can do here.
+ * BENCH_CPU_PROF makes it write a profile too, to compare with the platform server's.
+ */
 export async function startFloor(databaseUrl: string, table: string, connections: number): Promise<{ pid: number; port: number; stop(): Promise<void> }> {
   const child = fork(new URL('./floor-server.ts', import.meta.url).pathname, [], {
-    execArgv: ['--import', 'tsx'],
+    execArgv: execArgv(),
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   const port = await new Promise<number>((resolve, reject) => {
