@@ -4,7 +4,7 @@
  * so totals divided by the request count are per-request figures.
  */
 import { performance } from 'node:perf_hooks'
-import type { Db, LoginPool, Queryable, Row } from '../../packages/platform/src/db/db.ts'
+import type { Db, LoginPool, Queryable, QueryOptions, Row } from '../../packages/platform/src/db/db.ts'
 import type { StatementStats } from './protocol.ts'
 
 export interface CountingDb extends Db {
@@ -26,8 +26,8 @@ export function countingDb(db: Db): CountingDb {
     entry.ms += ms
     stats.set(key, entry)
   }
-  const timer = (inner?: { ms: number }) => async <T>(sql: string, run: () => Promise<T>): Promise<T> => {
-    if (!on) return run()
+  /** Runs `run`, timed and counted under `sql` while counting is on. */
+  const measure = async <T>(sql: string, run: () => Promise<T>, inner?: { ms: number }): Promise<T> => {
     const t0 = performance.now()
     try {
       return await run()
@@ -37,17 +37,17 @@ export function countingDb(db: Db): CountingDb {
       record(label(sql), 1, ms)
     }
   }
-  const wrap = (target: Queryable, inner?: { ms: number }): Queryable => {
-    const timed = timer(inner)
-    return {
-      query: <T extends Row>(text: string, params?: readonly unknown[]) => timed(text, () => target.query<T>(text, params)),
-      exec: (script: string) => timed(script, () => target.exec(script)),
-    }
-  }
+  // Switched off, every call goes straight through: no wrapper promise, so the server under
+  // test costs what the platform costs.
+  const wrap = (target: Queryable, inner?: { ms: number }): Queryable => ({
+    query: <T extends Row>(text: string, params?: readonly unknown[], options?: QueryOptions) =>
+      on ? measure(text, () => target.query<T>(text, params, options), inner) : target.query<T>(text, params, options),
+    exec: (script: string) => on ? measure(script, () => target.exec(script), inner) : target.exec(script),
+  })
   return {
     ...wrap(db),
     kind: db.kind,
-    read: <T extends Row>(text: string, params?: readonly unknown[]) => timer()(text, () => db.read<T>(text, params)),
+    read: <T extends Row>(text: string, params?: readonly unknown[]) => on ? measure(text, () => db.read<T>(text, params)) : db.read<T>(text, params),
     // The driver sends BEGIN and COMMIT itself: two more statements, timed as the
     // transaction's wall time minus the statements run inside it.
     async transaction(fn) {
@@ -65,9 +65,9 @@ export function countingDb(db: Db): CountingDb {
       ? {
           openLoginPool(options): LoginPool {
             const pool = db.openLoginPool!(options)
-            const timed = timer()
             return {
-              query: (text, params, queryOptions) => timed(text, () => pool.query(text, params, queryOptions)),
+              query: (text, params, queryOptions) =>
+                on ? measure(text, () => pool.query(text, params, queryOptions)) : pool.query(text, params, queryOptions),
               transaction: (fn) => pool.transaction((tx) => fn(wrap(tx))),
               end: (seconds) => pool.end(seconds),
             }

@@ -1,6 +1,21 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { openPostgres } from './postgres.ts'
+import type { Db, LoginPool } from './db.ts'
+
+/** A login pool of `max` connections as the URL's own user (the test server trusts it). */
+function loginPoolOf(db: Db, max: number): LoginPool {
+  const url = new URL(process.env.DATABASE_URL!)
+  return db.openLoginPool!({
+    user: decodeURIComponent(url.username), password: decodeURIComponent(url.password), max,
+    idleSeconds: 60, searchPath: 'public', maxLifetimeSeconds: 60, connectTimeoutSeconds: 5,
+  })
+}
+
+const pidOf = async (pool: LoginPool, text = 'select pg_backend_pid() as pid'): Promise<number> =>
+  ((await pool.query<{ pid: number }>(text, []))[0]!).pid
+/** The next turn of the event loop (the pool's coalescing window ends with the current one). */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(() => setImmediate(resolve)))
 
 describe('PostgreSQL connections', () => {
   test('a statement past the configured timeout is cancelled, even after app SQL resets settings', { skip: process.env.DATABASE_URL ? false : 'needs DATABASE_URL (PGlite has no statement timeout)' }, async () => {
@@ -48,6 +63,65 @@ describe('PostgreSQL connections', () => {
       const [inTx] = await db.transaction((tx) => tx.query<{ a: string; n: number }>(text, ['%pg_prepared_statements where statement like%'], { platformPrepared: true }))
       assert.deepEqual(inTx, { a: 'service-platform', n: 0 })
     } finally {
+      await db.close()
+    }
+  })
+
+  test('a login pool sends one turn\'s statements on one connection (at most 16), the next turn\'s on the least busy, so a slow statement holds up only its own turn', { skip: process.env.DATABASE_URL ? false : 'needs DATABASE_URL' }, async () => {
+    const db = openPostgres({ url: process.env.DATABASE_URL!, maxConnections: 1 })
+    const pool = loginPoolOf(db, 4)
+    try {
+      // One turn: 20 statements, the first 16 on one connection, the other 4 on a second.
+      const pids = await Promise.all(Array.from({ length: 20 }, () => pidOf(pool)))
+      assert.equal(new Set(pids.slice(0, 16)).size, 1)
+      assert.equal(new Set(pids.slice(16)).size, 1)
+      assert.notEqual(pids[0], pids[16])
+
+      // A slow statement, then in a later turn one that must not wait for it.
+      let slowDone = false
+      const slow = pidOf(pool, 'select pg_backend_pid() as pid from pg_sleep(1)').finally(() => { slowDone = true })
+      await nextTurn()
+      const quick = await pidOf(pool)
+      assert.equal(slowDone, false, 'the quick statement was answered while the slow one still ran')
+      assert.notEqual(quick, await slow, 'the next turn takes a connection with nothing in flight')
+    } finally {
+      await pool.end(1)
+      await db.close()
+    }
+  })
+
+  test('a login pool\'s transaction keeps its connection to itself: statements sent meanwhile run elsewhere, even behind a busy connection', { skip: process.env.DATABASE_URL ? false : 'needs DATABASE_URL' }, async () => {
+    const db = openPostgres({ url: process.env.DATABASE_URL!, maxConnections: 1 })
+    const pool = loginPoolOf(db, 2)
+    try {
+      let release!: () => void
+      const held = new Promise<void>((resolve) => { release = resolve })
+      let inside = 0
+      const tx = pool.transaction(async (t) => {
+        inside = ((await t.query<{ pid: number }>('select pg_backend_pid() as pid'))[0]!).pid
+        await held
+        return ((await t.query<{ pid: number }>('select pg_backend_pid() as pid'))[0]!).pid
+      })
+      while (inside === 0) await nextTurn()
+      // The other connection busy too (one statement in flight each): the next statement still
+      // goes behind the busy statement, never into the transaction's connection.
+      const slow = pidOf(pool, 'select pg_backend_pid() as pid from pg_sleep(0.2)')
+      await nextTurn()
+      const queued = pidOf(pool)
+      const first = await Promise.race([queued.then(() => 'answered'), new Promise((resolve) => setTimeout(resolve, 5000, 'still waiting'))])
+      assert.equal(first, 'answered', 'a statement sent during the transaction is answered before it ends')
+      const other = await slow
+      assert.equal(await queued, other)
+      assert.notEqual(other, inside)
+      release()
+      assert.equal(await tx, inside)
+      // Its connection takes statements again: with the other one busy, the next turn's go to it.
+      const busy = pidOf(pool, 'select pg_backend_pid() as pid from pg_sleep(0.3)')
+      await nextTurn()
+      const next = await pidOf(pool)
+      assert.deepEqual(new Set([await busy, next]), new Set([inside, other]))
+    } finally {
+      await pool.end(1)
       await db.close()
     }
   })
