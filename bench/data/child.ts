@@ -1,5 +1,6 @@
 /** The platform server under test as a child process (server.ts), driven over IPC; and the floor server. */
 import { fork, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import type { Fixture, FromServer, Profile, Storage, ToServer } from './protocol.ts'
 
 export interface Child {
@@ -28,10 +29,14 @@ function nextMessage(child: ChildProcess, type: FromServer['type']): Promise<Fro
   })
 }
 
+/** The V8 flags `npm start` runs the platform with (package.json), so the bench's servers run as it does. */
+const START_FLAGS: string[] = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } })
+  .scripts.start.split(' ').filter((arg) => arg.startsWith('--max-'))
+
 /** tsx, and with BENCH_CPU_PROF (a directory) a V8 CPU profile written there on exit. */
 function execArgv(): string[] {
   const profileDir = process.env.BENCH_CPU_PROF
-  return ['--import', 'tsx', ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])]
+  return [...START_FLAGS, '--import', 'tsx', ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])]
 }
 
 /**
