@@ -96,19 +96,23 @@ export function openPostgres(options: PostgresOptions): Db {
   }
 }
 
-/** Statements one connection takes from one turn of the event loop before the next is used. */
-const MAX_COALESCED = 16
+/** Statements one login connection carries at once before the next one is used. */
+const MAX_PIPELINED = 16
+/** A login connection whose oldest statement in flight has run this long takes no more. */
+const STALL_MS = 10
 
 /**
  * A pool logging in as `login.user` to the database of `options.url` (same host, TLS, port).
  *
  * `login.max` connections, each its own one-connection driver pool, so this pool chooses the
- * connection: statements issued in one turn of the event loop go to the same connection, which
- * the driver sends in one write and PostgreSQL answers in one wake-up of one backend (up to
- * `MAX_COALESCED`); the next turn's first statement goes to the connection with the fewest
- * statements in flight, so a slow statement holds up only the statements sent with it. The
- * driver's own pool would spread simultaneous statements over idle connections: a write and a
- * backend wake-up each, which on a loaded server cost more than the statement.
+ * connection: statements keep going to the same one while it keeps up (fewer than
+ * `MAX_PIPELINED` in flight, the oldest sent less than `STALL_MS` ago), where the driver sends
+ * those of one turn of the event loop in one write and one backend answers them in one
+ * wake-up; then to the connection with the fewest in flight. A slow statement holds up only
+ * the statements sent in its first `STALL_MS`; a transaction's connection takes no other
+ * statement. The driver's own pool would spread simultaneous statements over idle
+ * connections: a write and a backend wake-up each, which on a loaded server cost more than
+ * the statement.
  */
 function openLoginPool(options: PostgresOptions, login: LoginPoolOptions): LoginPool {
   const connections = Array.from({ length: Math.max(1, login.max) }, () => ({
@@ -132,12 +136,14 @@ function openLoginPool(options: PostgresOptions, login: LoginPoolOptions): Login
     }),
     /** Statements sent and not answered, transactions included. */
     inFlight: 0,
+    /** When each of them was sent, oldest first. */
+    sentAt: [] as number[],
     /** In a transaction: the connection is reserved for it, so statements go elsewhere. */
     reserved: false,
   }))
   type Connection = (typeof connections)[number]
-  /** The connection this turn's statements join, and how many joined. */
-  let turn: { connection: Connection; count: number } | null = null
+  /** The connection statements go to while it keeps up. */
+  let current: Connection | null = null
 
   const leastBusy = (free: boolean): Connection => {
     let best: Connection | undefined
@@ -147,22 +153,22 @@ function openLoginPool(options: PostgresOptions, login: LoginPoolOptions): Login
     }
     return best ?? leastBusy(false)
   }
+  /** Whether `c` takes one more statement: not in a transaction, not full, not stalled. */
+  const keepsUp = (c: Connection): boolean =>
+    !c.reserved && c.inFlight < MAX_PIPELINED && (c.sentAt.length === 0 || performance.now() - c.sentAt[0]! < STALL_MS)
   const forStatement = (): Connection => {
-    if (turn && !turn.connection.reserved && turn.count < MAX_COALESCED) {
-      turn.count++
-      return turn.connection
-    }
-    const chosen = leastBusy(true)
-    if (turn === null) setImmediate(() => { turn = null })
-    turn = { connection: chosen, count: 1 }
-    return chosen
+    if (current === null || !keepsUp(current)) current = leastBusy(true)
+    return current
   }
   const track = async <T>(connection: Connection, work: () => Promise<T>): Promise<T> => {
     connection.inFlight++
+    connection.sentAt.push(performance.now())
     try {
       return await work()
     } finally {
       connection.inFlight--
+      // A connection answers in order: the oldest statement sent is the one done.
+      connection.sentAt.shift()
     }
   }
   const run = async <T extends Row>(target: postgres.Sql | postgres.TransactionSql, text: string, params: readonly unknown[],
