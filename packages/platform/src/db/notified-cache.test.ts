@@ -44,6 +44,7 @@ async function freezableProxy(target: URL) {
       frozen = false
       for (const forward of held.splice(0)) forward()
     },
+    held: () => held.length,
     async close() {
       for (const socket of sockets) socket.destroy()
       await new Promise((resolve) => server.close(resolve))
@@ -246,12 +247,20 @@ describe(`in-process caches dropped by change notices (${backend})`, () => {
       // The pings held by the frozen network drain first (at most MAX_PINGS_IN_FLIGHT wait at
       // once, and no new one is sent meanwhile), then a new one must come back: on a loaded
       // machine that can take a heartbeat or two more (seen in CI: past one cycle and 5 s).
-      await eventually(async () => {
-        const before = reads
-        await c.get('k', load)
-        await c.get('k', load)
-        return reads === before + 1
-      }, 'entries are kept again once a ping came back', 3 * PING_EVERY_MS + PING_WITHIN_MS + 5_000)
+      try {
+        await eventually(async () => {
+          const before = reads
+          await c.get('k', load)
+          await c.get('k', load)
+          return reads === before + 1
+        }, 'entries are kept again once a ping came back', 3 * PING_EVERY_MS + PING_WITHIN_MS + 5_000)
+      } catch (error) {
+        // What the other process's connections were doing, to tell a lost ping from a dead LISTEN.
+        const sessions = await t.db.query(
+          `select application_name, state, wait_event_type, wait_event, backend_start, state_change, left(query, 80) as query
+             from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`)
+        throw new Error(`${(error as Error).message}; proxy still holding ${proxy.held()} chunks; sessions: ${JSON.stringify(sessions)}`)
+      }
       await c.close()
     } finally {
       proxy.thaw()
