@@ -46,6 +46,8 @@ export interface LoginPoolOptions {
   maxLifetimeSeconds: number
   /** Opening a connection fails after this long. */
   connectTimeoutSeconds: number
+  /** Milliseconds, for the pool's stall bound (see `openLoginPool`); `performance.now` unless a test sets it. */
+  now?: () => number
 }
 
 export interface LoginPool {

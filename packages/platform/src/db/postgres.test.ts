@@ -3,12 +3,16 @@ import { describe, test } from 'node:test'
 import { openPostgres } from './postgres.ts'
 import type { Db, LoginPool } from './db.ts'
 
-/** A login pool of `max` connections as the URL's own user (the test server trusts it). */
-function loginPoolOf(db: Db, max: number): LoginPool {
+/**
+ * A login pool of `max` connections as the URL's own user (the test server trusts it), on a
+ * clock that moves only when the test says (`clock.ms`), so the stall bound is the test's.
+ */
+function loginPoolOf(db: Db, max: number, clock = { ms: 0 }): LoginPool {
   const url = new URL(process.env.DATABASE_URL!)
   return db.openLoginPool!({
     user: decodeURIComponent(url.username), password: decodeURIComponent(url.password), max,
     idleSeconds: 60, searchPath: 'public', maxLifetimeSeconds: 60, connectTimeoutSeconds: 5,
+    now: () => clock.ms,
   })
 }
 
@@ -69,7 +73,8 @@ describe('PostgreSQL connections', () => {
 
   test('a login pool keeps to one connection while it keeps up (at most 16 statements in flight, none older than 10 ms), then takes the least busy: a slow statement holds up only what was sent in its first 10 ms', { skip: process.env.DATABASE_URL ? false : 'needs DATABASE_URL' }, async () => {
     const db = openPostgres({ url: process.env.DATABASE_URL!, maxConnections: 1 })
-    const pool = loginPoolOf(db, 4)
+    const clock = { ms: 0 }
+    const pool = loginPoolOf(db, 4, clock)
     try {
       // 20 statements at once: the first 16 on one connection, the other 4 on a second.
       const pids = await Promise.all(Array.from({ length: 20 }, () => pidOf(pool)))
@@ -83,11 +88,11 @@ describe('PostgreSQL connections', () => {
       assert.equal(new Set(sequential).size, 1)
 
       // A slow statement: one sent with it joins it; one sent once it has run past the bound
-      // goes to another connection and is answered while the slow one still runs.
+      // (on the test's clock) goes to another connection and is answered while the slow one still runs.
       let slowDone = false
       const slow = pidOf(pool, 'select pg_backend_pid() as pid from pg_sleep(1)').finally(() => { slowDone = true })
       const joined = pidOf(pool)
-      await new Promise((resolve) => setTimeout(resolve, 50))
+      clock.ms += 50
       const quick = await pidOf(pool)
       assert.equal(slowDone, false, 'the later statement was answered while the slow one still ran')
       const slowPid = await slow
@@ -101,7 +106,8 @@ describe('PostgreSQL connections', () => {
 
   test('a login pool\'s transaction keeps its connection to itself: statements sent meanwhile run elsewhere, even behind a busy connection', { skip: process.env.DATABASE_URL ? false : 'needs DATABASE_URL' }, async () => {
     const db = openPostgres({ url: process.env.DATABASE_URL!, maxConnections: 1 })
-    const pool = loginPoolOf(db, 2)
+    const clock = { ms: 0 }
+    const pool = loginPoolOf(db, 2, clock)
     try {
       let release!: () => void
       const held = new Promise<void>((resolve) => { release = resolve })
@@ -126,7 +132,7 @@ describe('PostgreSQL connections', () => {
       assert.equal(await tx, inside)
       // Its connection takes statements again: with the other one stalled, the next go to it.
       const busy = pidOf(pool, 'select pg_backend_pid() as pid from pg_sleep(0.3)')
-      await new Promise((resolve) => setTimeout(resolve, 50))
+      clock.ms += 50
       const next = await pidOf(pool)
       assert.deepEqual(new Set([await busy, next]), new Set([inside, other]))
     } finally {

@@ -142,6 +142,7 @@ function openLoginPool(options: PostgresOptions, login: LoginPoolOptions): Login
     reserved: false,
   }))
   type Connection = (typeof connections)[number]
+  const now = login.now ?? (() => performance.now())
   /** The connection statements go to while it keeps up. */
   let current: Connection | null = null
 
@@ -155,14 +156,14 @@ function openLoginPool(options: PostgresOptions, login: LoginPoolOptions): Login
   }
   /** Whether `c` takes one more statement: not in a transaction, not full, not stalled. */
   const keepsUp = (c: Connection): boolean =>
-    !c.reserved && c.inFlight < MAX_PIPELINED && (c.sentAt.length === 0 || performance.now() - c.sentAt[0]! < STALL_MS)
+    !c.reserved && c.inFlight < MAX_PIPELINED && (c.sentAt.length === 0 || now() - c.sentAt[0]! < STALL_MS)
   const forStatement = (): Connection => {
     if (current === null || !keepsUp(current)) current = leastBusy(true)
     return current
   }
   const track = async <T>(connection: Connection, work: () => Promise<T>): Promise<T> => {
     connection.inFlight++
-    connection.sentAt.push(performance.now())
+    connection.sentAt.push(now())
     try {
       return await work()
     } finally {
