@@ -6,7 +6,9 @@ import assert from 'node:assert/strict'
 import { request } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { serve, type ServerType } from '@hono/node-server'
+import { Hono } from 'hono'
 import { startHarness, type Harness } from '../../test/harness.ts'
+import { clientAddress } from './client-address.ts'
 
 let h: Harness
 let server: ServerType
@@ -49,5 +51,26 @@ describe('per-client rate limits', () => {
     assert.equal(statuses[30], 429, 'the 31st from the same address is limited')
     assert.notEqual(await startCliLogin('127.0.0.3'), 429, 'another address still gets through')
     assert.equal(await startCliLogin('127.0.0.2'), 429, 'the first address is still limited')
+  })
+})
+
+describe('behind a trusted proxy', () => {
+  /** What `clientAddress` makes of a request carrying `forwardedFor`, with the proxy trusted or not. */
+  async function addressFor(forwardedFor: string, trustProxy: boolean): Promise<string> {
+    const app = new Hono()
+    app.get('/', (c) => c.text(clientAddress(c, trustProxy)))
+    return (await app.request('/', { headers: { 'x-forwarded-for': forwardedFor } })).text()
+  }
+
+  test('the address the proxy appended counts, not the one the client sent ahead of it', async () => {
+    // nginx's $proxy_add_x_forwarded_for and load balancers append the peer they saw to
+    // whatever the client sent, so a forged first entry must not pick the rate-limit bucket.
+    assert.equal(await addressFor('6.6.6.6, 203.0.113.9', true), '203.0.113.9')
+    assert.equal(await addressFor('7.7.7.7,203.0.113.9', true), '203.0.113.9')
+    assert.equal(await addressFor('203.0.113.9', true), '203.0.113.9')
+  })
+
+  test('without SERVICE_TRUST_PROXY the header is ignored', async () => {
+    assert.equal(await addressFor('203.0.113.9', false), 'unknown')
   })
 })

@@ -1,6 +1,9 @@
 /**
- * The client's network address, for per-client rate limits: the socket's peer, or the first
- * X-Forwarded-For hop when the platform runs behind a proxy it trusts (SERVICE_TRUST_PROXY).
+ * The client's network address, for per-client rate limits: the socket's peer, or the last
+ * X-Forwarded-For entry when the platform runs behind a proxy it trusts (SERVICE_TRUST_PROXY).
+ * The last entry, because proxies append (nginx's $proxy_add_x_forwarded_for, load
+ * balancers): what the client sent comes first and could be anything, while the entry the
+ * trusted proxy added, the address it saw, comes last.
  * In-process requests (tests) have no socket and share the address "unknown".
  */
 import type { Context, MiddlewareHandler } from 'hono'
@@ -11,7 +14,7 @@ import { createRateLimiter, rateLimited, type RateRule } from '../db/rate-limit.
 
 export function clientAddress(c: Context, trustProxy = false): string {
   if (trustProxy) {
-    const forwarded = c.req.header('x-forwarded-for')?.split(',')[0]?.trim()
+    const forwarded = c.req.header('x-forwarded-for')?.split(',').at(-1)?.trim()
     if (forwarded) return forwarded
   }
   try {

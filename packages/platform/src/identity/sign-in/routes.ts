@@ -45,7 +45,7 @@ export interface AuthRouteDeps {
   registration: boolean
   /** Attempts allowed per 15 minutes, per email address and per client address. */
   limits?: { perAddress: number; perClient: number }
-  /** Trust the first X-Forwarded-For hop as the client address (behind a proxy). */
+  /** Trust the last X-Forwarded-For entry (the proxy's) as the client address (behind a proxy). */
   trustProxy?: boolean
 }
 
