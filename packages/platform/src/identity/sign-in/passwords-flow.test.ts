@@ -105,6 +105,20 @@ describe(`passwords, registration and unconfirmed accounts (${backend})`, () => 
     assert.equal((await passwordSignIn(new CookieClient(h), 'short@new.test', 'seven77')).status, 400)
   })
 
+  test('a password of the wrong length gets the same refusal for a known address as for a new one', async () => {
+    const answer = async (email: string, password: string) => {
+      const res = await passwordSignIn(new CookieClient(h), email, password)
+      const html = await res.text()
+      return { status: res.status, heading: /<h1>([^<]*)/.exec(html)?.[1], error: /class="error">([^<]*)/.exec(html)?.[1] }
+    }
+    for (const password of ['short', 'x'.repeat(80)]) {
+      const known = await answer('owner@acme.test', password)
+      assert.equal(known.status, 400, `${password.length} characters`)
+      assert.deepEqual(await answer('length@new.test', password), known, `${password.length} characters: no oracle of accounts`)
+    }
+    assert.equal(await findUserByEmail(h.t.db, 'length@new.test'), null)
+  })
+
   test('with registration closed, an unknown address gets the same refusal as a wrong password', async () => {
     const closed = await startHarness(undefined, { registration: false })
     try {

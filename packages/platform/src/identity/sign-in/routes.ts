@@ -110,11 +110,14 @@ export function authRoutes(deps: AuthRouteDeps) {
   }
 
   async function passwordSignIn(c: Context, email: string, password: string, next: string): Promise<Response> {
+    // The length is checked before the address is looked up, so a password no account can
+    // have (every stored one has 8 to 72 characters) gets the same refusal for every address.
+    checkPassword(password)
     const user = await findUserByEmail(db, email)
     if (!user && deps.registration) {
       // No separate registration mode: an unknown address registers, unconfirmed, with a
       // provisional session that ends at the 24-hour confirmation deadline.
-      const verifier = await hashPassword(checkPassword(password))
+      const verifier = await hashPassword(password)
       const created = await createUser(db, {
         email, organisationId: null, passwordHash: verifier,
         confirmationDeadline: new Date(clock.now().getTime() + LIFETIMES.confirmationMs),
