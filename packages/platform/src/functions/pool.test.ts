@@ -286,6 +286,7 @@ describe('worker lifecycle', () => {
     const before = value(await pool.invoke({ entrypoint: 'functions/counter.ts', input: {}, meta }))
     const error = failure(await pool.invoke({ entrypoint: 'functions/forever.ts', input: {}, meta, timeoutMs: 300 }))
     assert.equal(error.kind, 'timeout')
+    assert.equal('reason' in error, false, 'it started: not a not_started timeout')
     const next = value(await pool.invoke({ entrypoint: 'functions/counter.ts', input: {}, meta }))
     assert.notEqual(next['pid'], before['pid'])
     assert.equal(next['loads'], 1, 'the new worker loaded the module afresh')
@@ -353,12 +354,12 @@ describe('worker lifecycle', () => {
     }
   })
 
-  test('an invocation that waits in the queue past its timeout fails without killing the busy worker', async () => {
+  test('an invocation that waits in the queue past its timeout fails as a not_started timeout without killing the busy worker', async () => {
     const isolated = testPool(bundleDir, { size: 1, concurrency: 1 })
     try {
       const busy = isolated.invoke({ entrypoint: 'functions/sleep.ts', input: { ms: 400 }, meta })
       const queued = await isolated.invoke({ entrypoint: 'functions/counter.ts', input: {}, meta, timeoutMs: 100 })
-      assert.equal(failure(queued).kind, 'timeout')
+      assert.deepEqual(failure(queued), { kind: 'timeout', message: 'the invocation waited 100 ms for a free worker', reason: 'not_started' })
       value(await busy)
     } finally {
       await isolated.close()

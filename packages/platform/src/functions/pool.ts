@@ -22,7 +22,10 @@
  * with `timeout`; if it was running, its worker is killed (a Function may be stuck in a
  * loop), which fails the worker's other invocations with `crashed`, marked with the reason
  * `worker_replaced_for_timeout_of_another_invocation` (bystanders: the jobs dispatcher
- * returns such an attempt to waiting without counting it; HTTP callers get their 502).
+ * returns such an attempt to waiting without counting it; HTTP callers get their 502). One
+ * still queued at its timeout never started: its `timeout` carries the reason `not_started`
+ * (`NotStartedTimeout`), so the dispatcher does not count that attempt either; HTTP callers
+ * get the 504 of any timeout.
  *
  * Memory: every worker runs under a V8 heap limit (`maxHeapMb`) and, on Linux, a watch of
  * its resident memory (`memoryBudgetMb`, memory-watch.ts), which also counts ArrayBuffers
@@ -204,6 +207,18 @@ export class ByteResultError extends Error {
     super(`a Function's byte stream broke off after its first byte (${failure.kind})`)
     Object.defineProperty(this, 'failure', { value: failure, enumerable: false })
   }
+}
+
+/**
+ * The failure of an invocation whose timeout passed while it waited for a free worker: no
+ * Function code ran. It is a `timeout` (HTTP callers answer 504 FUNCTION_TIMEOUT as for any
+ * timeout), with a `reason` that FunctionFailure does not declare (failures.ts), so callers
+ * that count attempts can give this one back (jobs/dispatcher.ts, `isNotStarted`).
+ */
+export interface NotStartedTimeout {
+  readonly kind: 'timeout'
+  readonly message: string
+  readonly reason: 'not_started'
 }
 
 export type WarmResult =
@@ -633,7 +648,8 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
   function timeOut(invocation: Invocation<Meta>, timeoutMs: number): void {
     if (invocation.state === 'queued') {
       queue = queue.filter((queued) => queued !== invocation)
-      finish(invocation, failed({ kind: 'timeout', message: `the invocation waited ${timeoutMs} ms for a free worker` }))
+      const notStarted: NotStartedTimeout = { kind: 'timeout', message: `the invocation waited ${timeoutMs} ms for a free worker`, reason: 'not_started' }
+      finish(invocation, failed(notStarted))
       return
     }
     const worker = invocation.worker

@@ -15,7 +15,8 @@
  *   it runs with `ctx.job = { id, queue, attempt }` and the queue's pinned
  *   `timeoutSeconds`. Success ends the job; `errors.unavailable` (503), a timeout or a
  *   crashed worker is retried while attempts remain; any other failure dead-letters it.
- *   An attempt whose worker was killed for ANOTHER invocation's timeout (a bystander) goes
+ *   An attempt whose worker was killed for ANOTHER invocation's timeout (a bystander), or
+ *   whose invocation waited for a free worker until its timeout and never started, goes
  *   back to waiting, due at once, without counting. A result write that fails is tried
  *   again a few times (up to ~8 s) before the lease is left to retry the job.
  * - Leases: a claim leases the job for its timeout plus `leaseGraceSeconds`. A process
@@ -122,6 +123,16 @@ const RESULT_WRITE_RETRIES_MS = [100, 500, 2000, 5000]
 /** The attempt's worker was killed for another invocation's timeout: not this job's failure. */
 export function isBystander(failure: FunctionFailure): boolean {
   return failure.kind === 'crashed' && failure.reason === 'worker_replaced_for_timeout_of_another_invocation'
+}
+
+/**
+ * The attempt's invocation waited for a free worker (the app's pool was full, of HTTP calls
+ * say) until its timeout, and never started (functions/pool.ts, NotStartedTimeout): no
+ * consumer ran, so it is not an attempt of this job (spec 2.5: the timeout is per consumer
+ * attempt).
+ */
+export function isNotStarted(failure: FunctionFailure): boolean {
+  return failure.kind === 'timeout' && 'reason' in failure && failure.reason === 'not_started'
 }
 
 /** Only `errors.unavailable` (503), a timeout and a crashed worker are worth another attempt. */
@@ -364,9 +375,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         ...(job.timeout_seconds === null ? {} : { timeoutMs: job.timeout_seconds * 1000 }),
       })
       if (result.ok) return await succeeded(ids)
-      if (isBystander(result.error)) {
-        // Another invocation's timeout killed the worker: run again at once, uncounted.
-        await writeResult('bystander', () => markNotStarted(db, { ...ids, now: clock.now(), runAt: clock.now() }))
+      if (isBystander(result.error) || isNotStarted(result.error)) {
+        // Another invocation's timeout killed the worker, or no worker was free before the
+        // timeout: not this job's failure. Run again at once, uncounted (a waiting attempt
+        // is bounded by the timeout, so a full pool costs a claim per timeout, not a loop).
+        await writeResult('not started', () => markNotStarted(db, { ...ids, now: clock.now(), runAt: clock.now() }))
         return false
       }
       const environment = deps.production && devName === '' ? 'production' : 'development'
