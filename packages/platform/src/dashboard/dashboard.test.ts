@@ -9,7 +9,7 @@ import { CookieClient, field } from '../../test/cookie-client.ts'
 import { AUTH, signedInBrowser } from '../../test/sign-in-flow.ts'
 import { consumerManifest, createTestConnection, deployApp, listOrders, ordersContract } from '../../test/integration-fixture.ts'
 import { latestDevMailTo } from '../email/index.ts'
-import { markReconnectRequired } from '../integrations/connections/index.ts'
+import { findConnection, markReconnectRequired } from '../integrations/connections/index.ts'
 import { queuesBundle, queuesYaml } from '../jobs/test-app.ts'
 import { SECRET_KEY_PREFIX, SECRET_PAYLOAD, seedJobs, seedLogs } from './test-fixtures.ts'
 
@@ -324,7 +324,7 @@ describe(`the owner dashboard (${backend})`, () => {
     assert.match(textOf(html), /Slots and bindings .*orders .*Bound/)
     assert.match(textOf(html), /Published integrations you may use .*Orders orders .*shop/)
     assert.ok(html.includes(`href="/connections/${connectionId}"`), 'its manager gets the connection page link')
-    await markReconnectRequired(h.t.db, { connectionId, reason: 'the shop answered unauthorized', at: h.clock.now() })
+    await markReconnectRequired(h.t.db, { connection: (await findConnection(h.t.db, connectionId))!, reason: 'the shop answered unauthorized', at: h.clock.now() })
     html = (await page(`/dashboard/apps/${SLUG}/integrations`)).html
     assert.match(textOf(html), /Reconnect required: Shop key .*Reconnect required/)
     assert.match(html, /class="notice bad" role="alert"><strong class="alert-big">Reconnect required/)

@@ -19,6 +19,8 @@ import { AUTH, signedInBrowser } from '../../test/sign-in-flow.ts'
 import { findUserById } from '../identity/index.ts'
 import { findAppBySlug } from '../apps/apps.ts'
 import { insertConnection } from './connections/queries.ts'
+import { findPublishedIntegration, replaceCredentials } from './connections/index.ts'
+import { eventually } from '../../test/eventually.ts'
 import { storeTokens } from './oauth/tokens.ts'
 import { activeBinding, bindAfterConnect, unbindSlot } from './bindings/index.ts'
 import { isRetryable } from '../jobs/dispatcher.ts'
@@ -100,6 +102,10 @@ export default defineFunction({
     switch (input.mode) {
       case 'typed': throw errors.notFound('ORDER_MISSING', 'no such order', { order: 7 })
       case 'unauthorized': throw errors.unauthorized('TOKEN_REJECTED', 'the shop rejected the key ' + key)
+      // Rejects the key it was given after a while (the test replaces the credentials meanwhile).
+      case 'late-unauthorized':
+        await new Promise((resolve) => setTimeout(resolve, 3000))
+        throw errors.unauthorized('TOKEN_REJECTED', 'the shop rejected the key ' + key)
       case 'unavailable': throw errors.unavailable('SHOP_DOWN', 'try later')
       case 'throw': throw new Error('exploded with ' + key)
       case 'big': return 'x'.repeat(1024 * 1024 + 10)
@@ -327,6 +333,26 @@ export default defineFunction({ input: object({ mode: string() }), handler: () =
     }
     const listed = await api(bob.token, 'GET', '/v1/apps/desk/integrations')
     assert.equal(listed.body.slots.find((s: any) => s.slot === 'shop').binding.state, 'reconnect_required')
+  })
+
+  test('a rejection of credentials replaced while the call ran marks nothing: the reconnect stands and the call is retryable', async () => {
+    const id = await connection(bob.userId, { kind: 'personal', key: API_KEY })
+    assert.equal((await api(bob.token, 'PUT', '/v1/apps/desk/integrations/shop/binding', { connectionId: id })).status, 200)
+    const started = await providerCalls()
+    const pending = call({ slot: 'shop', mode: 'late-unauthorized' })
+    // The provider records the call once it runs, with the old key already read.
+    await eventually(async () => (await providerCalls()) > started, 'the provider started')
+    h.clock.advance(1000)
+    const bobUser = (await findUserById(h.t.db, bob.userId))!
+    const integration = await findPublishedIntegration(h.t.db, { app: 'shop', integration: 'orders', actor: bobUser })
+    await replaceCredentials({ db: h.t.db, clock: h.clock, keyring: h.platform.connectionKeyring },
+      { actor: bobUser, id, integration, values: { SHOP_API_KEY: `${API_KEY}-replaced` } })
+    assertCode(await pending, 'INTEGRATION_PROVIDER_UNAVAILABLE', 503)
+    const rows = await h.t.db.query<{ status: string }>('select status from platform.connections where id = $1', [id])
+    assert.equal(rows[0]!.status, 'active', 'the stale rejection did not undo the reconnect')
+    assert.equal((await call({ slot: 'shop', mode: 'ok' })).ok, true, 'the next call runs with the new credentials')
+    // A rejection of the credentials the call did run with still marks the connection.
+    assertCode(await call({ slot: 'shop', mode: 'unauthorized' }), 'INTEGRATION_RECONNECT_REQUIRED', 409)
   })
 
   test('narrowing the provider\'s Use audience suspends the binding; widening it restores the binding', async () => {

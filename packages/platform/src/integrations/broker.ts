@@ -22,7 +22,7 @@ import type { Clock } from '../lib/clock.ts'
 import { ServiceError, type ErrorCode } from '../lib/errors.ts'
 import type { HostUrls } from '../http/hosts.ts'
 import { SDK_GATES, sdkAtLeast, type IntegrationContract, type Manifest } from '../manifest/index.ts'
-import { markReconnectRequired, openCredentials, type Connection, type ConnectionKeyring, type CredentialRow } from './connections/index.ts'
+import { findConnection, markReconnectRequired, openCredentials, type Connection, type ConnectionKeyring, type CredentialRow } from './connections/index.ts'
 import { callFacts, connectAndBindPath, settleStanding } from './bindings/index.ts'
 import { selectReleaseManifest } from './bindings/queries.ts'
 import { devModeOf } from './dev/mode.ts'
@@ -223,6 +223,24 @@ function reconnectRequired(deps: Pick<BrokerDeps, 'urls'>, slot: string, connect
     { details: { slot, connectionId: connection.id, connectUrl: `${deps.urls.auth}/connections/${connection.id}` } })
 }
 
+/**
+ * The provider rejected the credentials the call ran with (spec 3.2): the connection is marked
+ * Reconnect required and the call fails so. When someone replaced the credentials while the
+ * call ran, the rejection was of the old ones: nothing is marked, and the call fails as
+ * retryable, since the same call now runs with the new credentials.
+ */
+async function rejectedCredentials(
+  deps: Pick<BrokerDeps, 'db' | 'clock' | 'urls'>, input: { slot: string; connection: Connection; reason: string },
+): Promise<never> {
+  const { slot, connection } = input
+  if (await markReconnectRequired(deps.db, { connection, reason: input.reason, at: deps.clock.now() })) throw reconnectRequired(deps, slot, connection)
+  const now = await findConnection(deps.db, connection.id)
+  if (now === null) throw new ServiceError('INTEGRATION_NOT_BOUND', `the slot "${slot}" is not bound to a connection`, { details: { slot } })
+  if (now.status === 'reconnect_required') throw reconnectRequired(deps, slot, connection)
+  throw new ServiceError('INTEGRATION_PROVIDER_UNAVAILABLE', 'the connection\'s credentials were replaced while the call ran; try again',
+    { details: { slot } })
+}
+
 async function outcome(
   deps: BrokerDeps, input: { result: ProviderResult; slot: string; connection: Connection },
 ): Promise<unknown> {
@@ -244,8 +262,7 @@ async function outcome(
   }
   const error = result.error
   if (error.status === 401) {
-    await markReconnectRequired(deps.db, { connectionId: input.connection.id, reason: 'the provider answered unauthorized', at: deps.clock.now() })
-    throw reconnectRequired(deps, slot, input.connection)
+    await rejectedCredentials(deps, { slot, connection: input.connection, reason: 'the provider answered unauthorized' })
   }
   if (error.status === 503) {
     throw new ServiceError('INTEGRATION_PROVIDER_UNAVAILABLE', 'the provider is unavailable; try again later', { details: { slot, code: error.code } })

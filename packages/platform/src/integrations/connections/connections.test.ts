@@ -16,7 +16,7 @@ import { capturedLog, type CapturedLog } from '../../../test/captured-log.ts'
 import { deriveKey } from '../../lib/master-key.ts'
 import { randomBytes } from 'node:crypto'
 import {
-  findConnectionByWebhookToken, markReconnectRequired, readConnectionCredentials, resealConnections, type ConnectionKeyring,
+  findConnection, findConnectionByWebhookToken, markReconnectRequired, readConnectionCredentials, resealConnections, type ConnectionKeyring,
 } from './index.ts'
 
 const DOMAIN = 'acme-shop.example.com'
@@ -316,8 +316,8 @@ describe(`connections (${backend})`, () => {
 
   test('Reconnect required is shown to the owner and cleared by replacing the credentials', async () => {
     const id = await connected(bobBrowser, { label: 'Flaky', values: { SHOP_DOMAIN: DOMAIN, SHOP_API_KEY: API_KEY, SHOP_NOTE: NOTE } })
-    assert.equal(await markReconnectRequired(h.t.db, { connectionId: id, reason: 'the provider rejected the credentials', at: h.clock.now() }), true)
-    assert.equal(await markReconnectRequired(h.t.db, { connectionId: id, reason: 'again', at: h.clock.now() }), false)
+    assert.equal(await markReconnectRequired(h.t.db, { connection: (await findConnection(h.t.db, id))!, reason: 'the provider rejected the credentials', at: h.clock.now() }), true)
+    assert.equal(await markReconnectRequired(h.t.db, { connection: (await findConnection(h.t.db, id))!, reason: 'again', at: h.clock.now() }), false)
     const listed = (await api(bob.token, 'GET', `/v1/connections/${id}`)).body.connection
     assert.deepEqual([listed.status, listed.statusText], ['reconnect_required', 'Reconnect required'])
     const { html } = await managePage(bobBrowser, id)
@@ -335,7 +335,7 @@ describe(`connections (${backend})`, () => {
 
   test('an organisation administrator replaces an organisation connection\'s credentials', async () => {
     const id = await connected(aliceBrowser, { label: 'Org flaky', kind: 'organisation', values: { SHOP_DOMAIN: DOMAIN, SHOP_API_KEY: ORG_API_KEY } })
-    await markReconnectRequired(h.t.db, { connectionId: id, reason: 'rejected', at: h.clock.now() })
+    await markReconnectRequired(h.t.db, { connection: (await findConnection(h.t.db, id))!, reason: 'rejected', at: h.clock.now() })
     const { html } = await managePage(aliceBrowser, id)
     const res = await aliceBrowser.post(`${AUTH}/connections/${id}/credentials`,
       { csrf: field(html, 'csrf'), 'value.SHOP_DOMAIN': DOMAIN, 'value.SHOP_API_KEY': NEW_API_KEY })

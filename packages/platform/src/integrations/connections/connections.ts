@@ -411,13 +411,19 @@ export async function findConnectionByWebhookToken(db: Queryable, token: string)
 /**
  * Marks a connection Reconnect required (spec 3.2: the provider rejected its credentials);
  * true when it was active. For the broker; the reason is for its managers, never a value.
+ * `connection` is the connection as read when the rejected credentials were: a rejection of
+ * credentials that someone replaced meanwhile (its `updatedAt` moved) marks nothing, so a
+ * call still running on the old ones cannot undo a reconnect.
  *
  * @example
- * await markReconnectRequired(db, { connectionId, reason: 'provider answered unauthorized', at: clock.now() })
+ * await markReconnectRequired(db, { connection, reason: 'provider answered unauthorized', at: clock.now() })
  */
-export async function markReconnectRequired(db: Queryable, input: { connectionId: string; reason: string; at: Date }): Promise<boolean> {
-  if (!isUuid(input.connectionId)) return false
-  return updateReconnectRequired(db, { id: input.connectionId, reason: input.reason.slice(0, 500), at: input.at })
+export async function markReconnectRequired(
+  db: Queryable, input: { connection: Pick<Connection, 'id' | 'updatedAt'>; reason: string; at: Date },
+): Promise<boolean> {
+  const { id, updatedAt } = input.connection
+  if (!isUuid(id)) return false
+  return updateReconnectRequired(db, { id, reason: input.reason.slice(0, 500), at: input.at, seenUpdatedAt: updatedAt })
 }
 
 export interface ConnectionCredentials {

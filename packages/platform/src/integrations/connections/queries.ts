@@ -145,12 +145,17 @@ export async function updateActivated(tx: Queryable, input: { id: string; at: Da
   )
 }
 
-/** Marks an active connection reconnect_required; false when it was not active (or is gone). */
-export async function updateReconnectRequired(db: Queryable, input: { id: string; reason: string; at: Date }): Promise<boolean> {
+/**
+ * Marks an active connection reconnect_required; false when it was not active, is gone, or
+ * changed since `seenUpdatedAt` (its credentials were replaced after the caller read them).
+ */
+export async function updateReconnectRequired(
+  db: Queryable, input: { id: string; reason: string; at: Date; seenUpdatedAt: Date },
+): Promise<boolean> {
   const rows = await db.query(
     `update platform.connections set status = 'reconnect_required', status_reason = $2, status_changed_at = $3, updated_at = $3
-      where id = $1 and status = 'active' returning id`,
-    [input.id, input.reason, input.at],
+      where id = $1 and status = 'active' and updated_at = $4 returning id`,
+    [input.id, input.reason, input.at, input.seenUpdatedAt],
   )
   return rows.length > 0
 }

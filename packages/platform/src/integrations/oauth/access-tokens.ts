@@ -75,7 +75,7 @@ export function createAccessTokens(deps: AccessTokenDeps): AccessTokens {
   }
 
   async function rejected(connection: Connection, reason: string): Promise<ServiceError> {
-    await markReconnectRequired(deps.db, { connectionId: connection.id, reason, at: deps.clock.now() })
+    await markReconnectRequired(deps.db, { connection, reason, at: deps.clock.now() })
     deps.logger.warn('oauth refresh rejected; connection needs reconnecting', { connectionId: connection.id, reason })
     return reconnectRequired({ ...connection, status: 'reconnect_required' })
   }

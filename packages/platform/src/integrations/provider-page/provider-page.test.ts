@@ -12,7 +12,7 @@ import { BASE, manifest, ownerApi, startHarness, type Harness } from '../../../t
 import { deployApp, listOrders, ordersContract } from '../../../test/integration-fixture.ts'
 import { CookieClient, field } from '../../../test/cookie-client.ts'
 import { AUTH, signedInBrowser } from '../../../test/sign-in-flow.ts'
-import { markReconnectRequired } from '../connections/index.ts'
+import { findConnection, markReconnectRequired } from '../connections/index.ts'
 
 const CLIENT_SECRET = 'crm-client-secret-value-6c1f0a9e'
 const API_KEY = 'sk_live_provider_page_key_41d2'
@@ -247,7 +247,7 @@ describe(`the provider app's integration page (${backend})`, () => {
     const own = await connect(bob$, { label: 'Bob\'s shop', kind: 'personal', apiKey: API_KEY })
     const org = await connect(alice$, { label: 'Acme shop', kind: 'organisation', apiKey: ORG_API_KEY })
     const alicePersonal = await connect(alice$, { label: 'Alice private shop', kind: 'personal', apiKey: ORG_API_KEY })
-    assert.ok(await markReconnectRequired(h.t.db, { connectionId: own, reason: 'provider answered unauthorized', at: h.clock.now() }))
+    assert.ok(await markReconnectRequired(h.t.db, { connection: (await findConnection(h.t.db, own))!, reason: 'provider answered unauthorized', at: h.clock.now() }))
 
     const bob = await open(bob$, 'shop')
     assert.equal(bob.res.status, 200)

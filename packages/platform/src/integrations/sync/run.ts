@@ -108,7 +108,7 @@ async function attempt(deps: SyncRunDeps, input: { connectionId: string; request
     return { outcome: 'failed', error: { code: 'INTEGRATION_PROVIDER_FAILED', message: 'the sync Function failed' } }
   }
   if (result.error.status === 401) {
-    await markReconnectRequired(db, { connectionId: connection.id, reason: 'the provider\'s sync answered unauthorized', at: deps.clock.now() })
+    await markReconnectRequired(db, { connection, reason: 'the provider\'s sync answered unauthorized', at: deps.clock.now() })
     return { outcome: 'unauthorized', error: { code: result.error.code, message: result.error.message } }
   }
   return { outcome: 'failed', error: { code: result.error.code, message: result.error.message } }

@@ -375,7 +375,7 @@ describe(`inbound webhooks (${backend})`, () => {
 
   test('a connection that is Reconnect required answers 503 INTEGRATION_RECONNECT_REQUIRED and runs nothing', async () => {
     const { id, token } = await connect('shop', 'orders')
-    assert.equal(await markReconnectRequired(h.t.db, { connectionId: id, reason: 'test', at: h.clock.now() }), true)
+    assert.equal(await markReconnectRequired(h.t.db, { connection: (await findConnection(h.t.db, id))!, reason: 'test', at: h.clock.now() }), true)
     const { value: res, statements } = await recorder.record(() => post(token, { body: '{}' }))
     assert.equal(res.status, 503)
     assert.deepEqual(await res.json(), {
