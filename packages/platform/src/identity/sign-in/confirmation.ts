@@ -10,6 +10,7 @@ import type { Db } from '../../db/db.ts'
 import { APP_CHANGED } from '../../apps/apps.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { announceChange, dropLocal } from '../../db/notified-cache.ts'
+import { LIFETIMES } from '../lifetimes.ts'
 
 export const VERIFICATION_REQUIRED = 'verification_required'
 
@@ -56,7 +57,8 @@ export interface ConfirmationOutcome {
  * hold a session of this account (`byRegistrant: false`), the password set while unconfirmed
  * is discarded and every session and app session that existed before is ended, in the same
  * transaction: whoever registered the address keeps nothing. The registrant confirming in
- * their own browser keeps both. An address confirmed already is left as it is.
+ * their own browser keeps both, and its provisional sessions, which ended at the deadline,
+ * now last the 30 days of a confirmed session. An address confirmed already is left as it is.
  */
 export async function confirmEmail(db: Db, clock: Clock, input: { userId: string; byRegistrant: boolean }): Promise<ConfirmationOutcome> {
   const now = clock.now()
@@ -77,7 +79,15 @@ export async function confirmEmail(db: Db, clock: Clock, input: { userId: string
     }
     await tx.query(`update platform.users set email_confirmed_at = coalesce(email_confirmed_at, $2),
                      confirmation_deadline = null, paused_at = null where id = $1`, [userId, now])
-    await tx.query('update platform.sessions set provisional = false where user_id = $1 and revoked_at is null', [userId])
+    // The sessions that survive (the registrant's own) become confirmed sessions: a fixed 30
+    // days from their start (spec 2.1), no longer the confirmation deadline; their app
+    // sessions live as long as their own 30 days and the central session allow.
+    await tx.query(`update platform.sessions set provisional = false, expires_at = created_at + $3 * interval '1 millisecond'
+                     where user_id = $1 and provisional and revoked_at is null and expires_at > $2`, [userId, now, LIFETIMES.sessionMs])
+    await tx.query(`update platform.app_sessions a set expires_at = least(a.created_at + $3 * interval '1 millisecond', s.expires_at)
+                      from platform.sessions s
+                     where s.id = a.session_id and a.user_id = $1 and a.revoked_at is null and a.expires_at > $2 and s.revoked_at is null`,
+    [userId, now, LIFETIMES.sessionMs])
     await tx.query(`update platform.apps set status = 'active', paused_reason = null, updated_at = $3
                      where owner_id = $1 and status = 'paused' and paused_reason = $2`, [userId, VERIFICATION_REQUIRED, now])
     await announceChange(tx, APP_CHANGED, `owner:${userId}`)

@@ -172,6 +172,37 @@ describe(`passwords, registration and unconfirmed accounts (${backend})`, () => 
     assert.equal((await passwordSignIn(new CookieClient(h), 'pending@new.test', 'pending pass')).status, 303)
   })
 
+  test('a registrant who confirms in the same browser keeps its session for 30 days, past the 24-hour deadline', async () => {
+    // A harness of its own: this test moves the clock a day on.
+    const own = await startHarness()
+    try {
+      const host = await own.createOwner('host@acme.test')
+      await deployPage(own, host.token, 'kept-pub', 'public', 'kept page')
+      const b = new CookieClient(own)
+      assert.equal((await passwordSignIn(b, 'kept@new.test', 'kept password')).status, 200)
+      // An app session brokered while the central session is still provisional.
+      assert.equal((await b.visit(`${appUrl('kept-pub')}/_service/auth/sign-in`)).response.status, 200)
+      const mail = await latestDevMailTo(own.t.db, 'kept@new.test')
+      const link = /http:\/\/auth\.localhost:8787\/confirm\?\S+/.exec(mail!.text)![0]
+      own.clock.advance(10 * 60 * 1000)
+      assert.match(await (await approve(b, link)).text(), /Email confirmed/)
+
+      own.clock.advance(25 * HOUR)
+      await enforceConfirmationDeadlines(own.t.db, own.clock)
+      assert.equal((await b.fetch(`${AUTH}/preferences`)).status, 200, 'still signed in a day after registering')
+      const user = (await findUserByEmail(own.t.db, 'kept@new.test'))!
+      const [central] = await own.t.db.query<{ created_at: Date; expires_at: Date; provisional: boolean }>(
+        'select created_at, expires_at, provisional from platform.sessions where user_id = $1 and revoked_at is null', [user.id])
+      assert.equal(central!.provisional, false)
+      assert.equal(central!.expires_at.getTime() - central!.created_at.getTime(), 30 * 24 * HOUR, 'a fixed 30 days from sign-in')
+      const [brokered] = await own.t.db.query<{ created_at: Date; expires_at: Date }>(
+        'select created_at, expires_at from platform.app_sessions where user_id = $1 and revoked_at is null', [user.id])
+      assert.equal(brokered!.expires_at.getTime(), central!.expires_at.getTime(), 'the app session lives as long as its central session')
+    } finally {
+      await own.close()
+    }
+  })
+
   test('the 24-hour deadline pauses every app of an unconfirmed owner and revokes its sessions; confirming resumes them', async () => {
     const b = new CookieClient(h)
     await passwordSignIn(b, 'late@new.test', 'late password')

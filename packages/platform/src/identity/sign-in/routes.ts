@@ -75,11 +75,16 @@ export function authRoutes(deps: AuthRouteDeps) {
     if (!result.allowed) throw rateLimited(result.retryAfterSeconds)
   }
 
-  async function startSession(c: Context, user: User): Promise<void> {
-    const { session, cookie } = await createSession(db, clock, { user, userAgent: c.req.header('user-agent') ?? null })
+  /** Sets the session cookie to last exactly as long as the session. */
+  function writeSessionCookie(c: Context, cookie: string, session: { expiresAt: Date }): void {
     writeCookie(c, deps.cookies, {
       kind: 'session', value: cookie, maxAgeSeconds: (session.expiresAt.getTime() - clock.now().getTime()) / 1000,
     })
+  }
+
+  async function startSession(c: Context, user: User): Promise<void> {
+    const { session, cookie } = await createSession(db, clock, { user, userAgent: c.req.header('user-agent') ?? null })
+    writeSessionCookie(c, cookie, session)
   }
 
   /** Emails the scanner-safe confirmation link of an unconfirmed account. */
@@ -315,9 +320,15 @@ else if(s.status==='pending'){setTimeout(poll,1500)}else{document.getElementById
     // Whoever set it up keeps their password and sessions only if this is their browser.
     let notice = ''
     if (!user.emailConfirmedAt || user.pausedAt) {
-      const here = await sessionFromCookie(db, clock, readCookie(c, deps.cookies, 'session'))
-      const confirmed = await confirmEmail(db, clock, { userId: user.id, byRegistrant: here?.user.id === user.id })
+      const cookie = readCookie(c, deps.cookies, 'session')
+      const here = await sessionFromCookie(db, clock, cookie)
+      const byRegistrant = here?.user.id === user.id
+      const confirmed = await confirmEmail(db, clock, { userId: user.id, byRegistrant })
       notice = takenOverNotice(confirmed)
+      // This browser's provisional session now lasts 30 days: so must its cookie, which was
+      // set to end at the confirmation deadline.
+      const kept = byRegistrant ? await sessionFromCookie(db, clock, cookie) : null
+      if (kept) writeSessionCookie(c, cookie!, kept.session)
     }
     if (request.purpose === 'onboarding') {
       // Onboarding confirmation: this browser gets the normal session and the launch page.
