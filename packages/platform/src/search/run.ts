@@ -149,7 +149,8 @@ export function searchStatement(schema: string, plan: SearchPlan, input: SearchI
       ${semantic ? 'vc.distance' : 'null::float8'} as vc_distance, ${semantic ? 'vc.rank' : 'null::bigint'} as vc_rank,
       ${fusion} as fusion
     from ${joined} order by ${order} limit ${input.limit})`)
-  const record = `(select to_json(r) from (select ${plan.select.map((column) => `t.${ident(column)}`).join(', ')}) r)`
+  // `r.*`, not `r`: a bare `r` would name a column `r` of the table first (the outer `t`).
+  const record = `(select to_json(r.*) from (select ${plan.select.map((column) => `t.${ident(column)}`).join(', ')}) r)`
   const value = `(select coalesce(json_agg(json_build_object(
       'record', ${record},
       'fullTextScore', h.ft_score, 'fullTextRank', h.ft_rank,
