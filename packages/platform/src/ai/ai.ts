@@ -6,7 +6,9 @@
  * mismatch is AI_OUTPUT_INVALID), `generateImage` (PNG bytes) and `streamText`: the provider
  * streams (`stream: true`) and the Function's ReadableStream pulls one piece per
  * `streamText.next` call, so text reaches an HTTP caller as the model writes it. Open
- * streams belong to their invocation and are cancelled when it ends.
+ * streams belong to their invocation and are cancelled when it ends. Inline images too
+ * large for one context call arrive beforehand in pieces (`attachment.*`, staging.ts) and
+ * are held until the call that refers to them ends.
  */
 import { randomUUID } from 'node:crypto'
 import { generateImage, generateText, jsonSchema, Output, streamText, type ModelMessage } from 'ai'
@@ -15,6 +17,7 @@ import type { AiSettings } from '../config.ts'
 import type { Logger } from '../lib/logger.ts'
 import { ServiceError } from '../lib/errors.ts'
 import { checkAttachments, type ManagedFileBytes } from './attachments.ts'
+import { createAttachmentStaging } from './staging.ts'
 import { createAiProvider, providerError, type ImageAnswer } from './provider.ts'
 import { modelFor, type ModelKind } from './models.ts'
 import type { AiDeclaration } from '../manifest/index.ts'
@@ -65,6 +68,8 @@ export interface AiContextCall<Identity> {
 
 export interface Ai<Identity> {
   answer(call: AiContextCall<Identity>): Promise<unknown>
+  /** Bytes of inline images staged for calls (staging.ts) and not yet given back, over all invocations. */
+  stagedBytes(): number
 }
 
 interface OpenStream {
@@ -81,6 +86,7 @@ export function createAi<Identity>(deps: AiDeps<Identity>): Ai<Identity> {
   const provider = createAiProvider(deps.settings)
   const timeoutMs = deps.settings.timeoutMs
   const streams = new WeakMap<object, Map<string, OpenStream>>()
+  const staging = createAttachmentStaging()
 
   /** The model the call's release chose for `kind` (checked against the operator's lists), or null for the default. */
   async function chosenModel(call: AiContextCall<Identity>, kind: ModelKind): Promise<string | null> {
@@ -116,7 +122,8 @@ export function createAi<Identity>(deps: AiDeps<Identity>): Ai<Identity> {
     return mapped
   }
 
-  async function textRequest(call: AiContextCall<Identity>, options: Record<string, unknown>, allowed: readonly string[]): Promise<TextRequest> {
+  /** The request of a text call; the staged images it refers to are pushed to `used`, to be given back when it ends. */
+  async function textRequest(call: AiContextCall<Identity>, options: Record<string, unknown>, allowed: readonly string[], used: string[]): Promise<TextRequest> {
     for (const key of Object.keys(options)) {
       if (!allowed.includes(key)) throw inputInvalid(`ctx.ai.${call.method} takes no option "${key.slice(0, 64)}"`)
     }
@@ -124,7 +131,7 @@ export function createAi<Identity>(deps: AiDeps<Identity>): Ai<Identity> {
     const instructions = text(options.instructions, 'instructions', false)
     const readFile = deps.readFile
     const parts = await checkAttachments(
-      options.attachments,
+      staging.resolve(call, options.attachments, used),
       readFile === undefined
         ? undefined
         : (ref, { maxBytes, headBytes }) => readFile({ appId: call.appId, devName: call.devName, identity: call.identity, user: call.user, job: call.job, ref, maxBytes, headBytes }),
@@ -167,115 +174,134 @@ export function createAi<Identity>(deps: AiDeps<Identity>): Ai<Identity> {
     }
   }
 
+  async function answerCall(call: AiContextCall<Identity>, used: string[]): Promise<unknown> {
+    switch (call.method) {
+      case 'generateText': {
+        const request = await textRequest(call, options(call), ['prompt', 'instructions', 'attachments'], used)
+        const name = await chosenModel(call, 'text')
+        return await withTimeout(call.signal, async (signal) => {
+          const result = await generateText({ model: provider.textModel(name), ...request, maxRetries: 0, abortSignal: signal })
+          return result.text
+        })
+      }
+      case 'generateObject': {
+        const given = options(call)
+        const schema = given.schema
+        if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
+          throw inputInvalid('ctx.ai.generateObject needs schema: a schema from @service/server')
+        }
+        const request = await textRequest(call, given, ['prompt', 'schema', 'attachments'], used)
+        const name = await chosenModel(call, 'text')
+        return await withTimeout(call.signal, async (signal) => {
+          const result = await generateText({
+            model: provider.textModel(name), ...request, maxRetries: 0, abortSignal: signal,
+            output: Output.object({ schema: jsonSchema(schema as Parameters<typeof jsonSchema>[0]) }),
+            // OpenAI's strict mode needs every property required; optional() fields turn it off.
+            providerOptions: { openaiCompatible: { strictJsonSchema: fitsStrictMode(schema) } },
+          })
+          return result.output
+        })
+      }
+      case 'generateImage': {
+        const given = options(call)
+        for (const key of Object.keys(given)) {
+          if (key !== 'prompt') throw inputInvalid(`ctx.ai.generateImage takes no option "${key.slice(0, 64)}"`)
+        }
+        const prompt = text(given.prompt, 'prompt', true)!
+        const answer: ImageAnswer = { revisedPrompt: null }
+        const name = await chosenModel(call, 'image')
+        const image = await withTimeout(call.signal, async (signal) => {
+          const result = await generateImage({ model: provider.imageModel(answer, name), prompt, n: 1, maxRetries: 0, abortSignal: signal })
+          return result.image.uint8Array
+        })
+        const type = await fileTypeFromBuffer(image)
+        if (type?.mime !== 'image/png') {
+          throw failure(new ServiceError('AI_PROVIDER_FAILED', `The AI provider answered with ${type?.mime ?? 'bytes of an unknown type'}, not a PNG image`), false)
+        }
+        return { data: image, contentType: 'image/png', ...(answer.revisedPrompt === null ? {} : { revisedPrompt: answer.revisedPrompt }) }
+      }
+      case 'streamText': {
+        const request = await textRequest(call, options(call), ['prompt', 'instructions', 'attachments'], used)
+        const open = openStreams(call.invocation, call.signal)
+        if (open.size >= MAX_OPEN_STREAMS) {
+          throw inputInvalid(`An invocation may hold at most ${MAX_OPEN_STREAMS} AI streams open; read one to its end or cancel it first`)
+        }
+        const model = provider.textModel(await chosenModel(call, 'text'))
+        const abort = new AbortController()
+        if (call.signal.aborted) abort.abort()
+        else call.signal.addEventListener('abort', () => abort.abort(), { once: true })
+        let failed: unknown
+        const result = streamText({
+          model, ...request, maxRetries: 0, abortSignal: abort.signal,
+          onError: ({ error }) => {
+            failed ??= error
+          },
+        })
+        // Text pieces only; a provider failure mid-stream fails the read with its error.
+        const pieces = result.fullStream.pipeThrough(new TransformStream<{ type: string; text?: string; error?: unknown }, string>({
+          transform(part, controller) {
+            if (part.type === 'text-delta' && typeof part.text === 'string' && part.text.length > 0) controller.enqueue(part.text)
+            else if (part.type === 'error') controller.error(part.error)
+          },
+          flush(controller) {
+            if (failed !== undefined) controller.error(failed)
+          },
+        }))
+        const stream: OpenStream = { reader: pieces.getReader(), abort }
+        // The first piece is read here, so a refused request fails this call (as a byte result fails before its first byte).
+        const first = await nextPiece(stream)
+        if (first === null) return { stream: null, text: '' }
+        const id = randomUUID()
+        open.set(id, stream)
+        return { stream: id, text: first }
+      }
+      case 'streamText.next':
+      case 'streamText.cancel': {
+        const id = call.args[0]
+        const open = streams.get(call.invocation)
+        const stream = typeof id === 'string' ? open?.get(id) : undefined
+        if (open === undefined || stream === undefined || typeof id !== 'string') {
+          throw new ServiceError('AI_STREAM_NOT_FOUND', 'No open AI stream of this invocation has that id')
+        }
+        if (call.method === 'streamText.cancel') {
+          open.delete(id)
+          stream.abort.abort()
+          return null
+        }
+        try {
+          const piece = await nextPiece(stream)
+          if (piece === null) open.delete(id)
+          return piece
+        } catch (error) {
+          open.delete(id)
+          stream.abort.abort()
+          throw error
+        }
+      }
+      default:
+        throw new ServiceError('BAD_REQUEST', `ctx.ai has no method ${call.method.slice(0, 64)}`)
+    }
+  }
+
   return {
     async answer(call) {
       switch (call.method) {
-        case 'generateText': {
-          const request = await textRequest(call, options(call), ['prompt', 'instructions', 'attachments'])
-          const name = await chosenModel(call, 'text')
-          return await withTimeout(call.signal, async (signal) => {
-            const result = await generateText({ model: provider.textModel(name), ...request, maxRetries: 0, abortSignal: signal })
-            return result.text
-          })
-        }
-        case 'generateObject': {
-          const given = options(call)
-          const schema = given.schema
-          if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
-            throw inputInvalid('ctx.ai.generateObject needs schema: a schema from @service/server')
-          }
-          const request = await textRequest(call, given, ['prompt', 'schema', 'attachments'])
-          const name = await chosenModel(call, 'text')
-          return await withTimeout(call.signal, async (signal) => {
-            const result = await generateText({
-              model: provider.textModel(name), ...request, maxRetries: 0, abortSignal: signal,
-              output: Output.object({ schema: jsonSchema(schema as Parameters<typeof jsonSchema>[0]) }),
-              // OpenAI's strict mode needs every property required; optional() fields turn it off.
-              providerOptions: { openaiCompatible: { strictJsonSchema: fitsStrictMode(schema) } },
-            })
-            return result.output
-          })
-        }
-        case 'generateImage': {
-          const given = options(call)
-          for (const key of Object.keys(given)) {
-            if (key !== 'prompt') throw inputInvalid(`ctx.ai.generateImage takes no option "${key.slice(0, 64)}"`)
-          }
-          const prompt = text(given.prompt, 'prompt', true)!
-          const answer: ImageAnswer = { revisedPrompt: null }
-          const name = await chosenModel(call, 'image')
-          const image = await withTimeout(call.signal, async (signal) => {
-            const result = await generateImage({ model: provider.imageModel(answer, name), prompt, n: 1, maxRetries: 0, abortSignal: signal })
-            return result.image.uint8Array
-          })
-          const type = await fileTypeFromBuffer(image)
-          if (type?.mime !== 'image/png') {
-            throw failure(new ServiceError('AI_PROVIDER_FAILED', `The AI provider answered with ${type?.mime ?? 'bytes of an unknown type'}, not a PNG image`), false)
-          }
-          return { data: image, contentType: 'image/png', ...(answer.revisedPrompt === null ? {} : { revisedPrompt: answer.revisedPrompt }) }
-        }
-        case 'streamText': {
-          const request = await textRequest(call, options(call), ['prompt', 'instructions', 'attachments'])
-          const open = openStreams(call.invocation, call.signal)
-          if (open.size >= MAX_OPEN_STREAMS) {
-            throw inputInvalid(`An invocation may hold at most ${MAX_OPEN_STREAMS} AI streams open; read one to its end or cancel it first`)
-          }
-          const model = provider.textModel(await chosenModel(call, 'text'))
-          const abort = new AbortController()
-          if (call.signal.aborted) abort.abort()
-          else call.signal.addEventListener('abort', () => abort.abort(), { once: true })
-          let failed: unknown
-          const result = streamText({
-            model, ...request, maxRetries: 0, abortSignal: abort.signal,
-            onError: ({ error }) => {
-              failed ??= error
-            },
-          })
-          // Text pieces only; a provider failure mid-stream fails the read with its error.
-          const pieces = result.fullStream.pipeThrough(new TransformStream<{ type: string; text?: string; error?: unknown }, string>({
-            transform(part, controller) {
-              if (part.type === 'text-delta' && typeof part.text === 'string' && part.text.length > 0) controller.enqueue(part.text)
-              else if (part.type === 'error') controller.error(part.error)
-            },
-            flush(controller) {
-              if (failed !== undefined) controller.error(failed)
-            },
-          }))
-          const stream: OpenStream = { reader: pieces.getReader(), abort }
-          // The first piece is read here, so a refused request fails this call (as a byte result fails before its first byte).
-          const first = await nextPiece(stream)
-          if (first === null) return { stream: null, text: '' }
-          const id = randomUUID()
-          open.set(id, stream)
-          return { stream: id, text: first }
-        }
-        case 'streamText.next':
-        case 'streamText.cancel': {
-          const id = call.args[0]
-          const open = streams.get(call.invocation)
-          const stream = typeof id === 'string' ? open?.get(id) : undefined
-          if (open === undefined || stream === undefined || typeof id !== 'string') {
-            throw new ServiceError('AI_STREAM_NOT_FOUND', 'No open AI stream of this invocation has that id')
-          }
-          if (call.method === 'streamText.cancel') {
-            open.delete(id)
-            stream.abort.abort()
-            return null
-          }
-          try {
-            const piece = await nextPiece(stream)
-            if (piece === null) open.delete(id)
-            return piece
-          } catch (error) {
-            open.delete(id)
-            stream.abort.abort()
-            throw error
-          }
-        }
-        default:
-          throw new ServiceError('BAD_REQUEST', `ctx.ai has no method ${call.method.slice(0, 64)}`)
+        case 'attachment.begin':
+          return staging.begin(call, call.args[0])
+        case 'attachment.chunk':
+          return staging.chunk(call, call.args[0], call.args[1])
+        case 'attachment.release':
+          staging.release(call.invocation, call.args)
+          return null
+      }
+      const used: string[] = []
+      try {
+        return await answerCall(call, used)
+      } finally {
+        staging.release(call.invocation, used)
       }
     },
+    stagedBytes: () => staging.bytes(),
   }
 }
 

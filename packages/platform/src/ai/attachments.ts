@@ -8,7 +8,9 @@
  * own limit but not beside the others). Types, animation and page counts come from the
  * bytes through maintained libraries (`file-type`, `sharp` in animation.ts, `pdf-lib`),
  * never from names or declared types. Each violation has its own code (lib/errors.ts,
- * docs/api.md).
+ * docs/api.md). Inline images too large for one context call are staged on the platform
+ * first (staging.ts); `checkStagedImage` refuses one by these same limits before a byte of
+ * it is stored, and the call is then checked here like any other.
  */
 import { fileTypeFromBuffer } from 'file-type'
 import { PDFDocument } from 'pdf-lib'
@@ -68,11 +70,7 @@ interface Loaded {
 export async function checkAttachments(attachments: unknown, readFile: ReadAttachmentFile): Promise<FilePart[]> {
   if (attachments === undefined) return []
   if (!Array.isArray(attachments)) throw invalid('attachments must be an array')
-  if (attachments.length > ATTACHMENT_LIMITS.images) {
-    throw new ServiceError('AI_ATTACHMENTS_TOO_MANY', `At most ${ATTACHMENT_LIMITS.images} images (or one PDF) may be attached, got ${attachments.length}`, {
-      details: { limit: ATTACHMENT_LIMITS.images, count: attachments.length },
-    })
-  }
+  if (attachments.length > ATTACHMENT_LIMITS.images) throw tooMany(attachments.length)
   const shapes = attachments.map((attachment, index) => shapeOf(attachment, index))
   // Managed files are read within what the inline bytes leave of the 20 MiB, so a larger one is never read.
   let budget = ATTACHMENT_LIMITS.totalBytes
@@ -132,12 +130,47 @@ export async function checkAttachments(attachments: unknown, readFile: ReadAttac
     })
   }
   if (pdfs > 0 && loaded.length > 1) throw pdfNotAlone(loaded.length)
-  if (total > ATTACHMENT_LIMITS.totalBytes) {
-    throw new ServiceError('AI_ATTACHMENTS_TOO_LARGE', `The attachments hold ${total} bytes together; at most ${ATTACHMENT_LIMITS.totalBytes} (20 MiB) are allowed`, {
-      details: { size: total, limit: ATTACHMENT_LIMITS.totalBytes },
-    })
-  }
+  if (total > ATTACHMENT_LIMITS.totalBytes) throw tooLargeAltogether(total)
   return parts
+}
+
+/**
+ * What the worker declares before it stages an inline image's bytes on the platform
+ * (staging.ts): the image's place in its call, size and declared type, how many attachments
+ * the call has and how many bytes its inline images hold together.
+ */
+export interface StagedImage {
+  readonly index: number
+  readonly size: number
+  readonly contentType: string
+  readonly count: number
+  readonly inlineBytes: number
+}
+
+/**
+ * Checks an inline image before a byte of it is staged, by the rules `checkAttachments`
+ * applies to the whole call (the same limits and codes), and against what the invocation
+ * already holds staged (`held`), which never passes four images or 20 MiB. The call itself
+ * is checked again by `checkAttachments` once its staged bytes are in place, so the worker's
+ * declaration only lets a refusal come early; it never lets anything through.
+ *
+ * @example
+ * const image = checkStagedImage({ index: 0, size, contentType: 'image/png', count: 1, inlineBytes: size }, { count: 0, bytes: 0 })
+ */
+export function checkStagedImage(value: unknown, held: { readonly count: number; readonly bytes: number }): StagedImage {
+  const record = typeof value === 'object' && value !== null && !Array.isArray(value) ? value as Record<string, unknown> : {}
+  const { index, size, contentType, count, inlineBytes } = record
+  const whole = (n: unknown, least: number): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= least
+  if (!whole(count, 1) || !whole(index, 0) || index >= count || !whole(size, 1) || !whole(inlineBytes, size) || typeof contentType !== 'string') {
+    throw invalid('a staged attachment needs index, size, contentType, count and inlineBytes')
+  }
+  if (count > ATTACHMENT_LIMITS.images) throw tooMany(count)
+  checkDeclaredType(index, contentType)
+  if (size > ATTACHMENT_LIMITS.imageBytes) throw imageTooLarge(index, size)
+  if (inlineBytes > ATTACHMENT_LIMITS.totalBytes) throw tooLargeAltogether(inlineBytes)
+  if (held.count + 1 > ATTACHMENT_LIMITS.images) throw tooMany(held.count + 1)
+  if (held.bytes + size > ATTACHMENT_LIMITS.totalBytes) throw tooLargeTogether(index, size)
+  return { index, size, contentType, count, inlineBytes }
 }
 
 type Shape =
@@ -159,14 +192,7 @@ function shapeOf(attachment: unknown, index: number): Shape {
     if (typeof record.data === 'string' && looksLikeUrl(record.data)) throw urlRefused(index)
     if (!(record.data instanceof Uint8Array)) throw invalid(`attachment ${index} needs data as bytes (a Uint8Array)`, index)
     if (typeof record.contentType !== 'string') throw invalid(`attachment ${index} needs a contentType`, index)
-    if (record.contentType === 'application/pdf') {
-      throw new ServiceError('AI_PDF_NOT_MANAGED', `Attachment ${index} is a PDF; attach PDFs as managed files ({ type: 'file', file: <file ref> })`, { details: { index } })
-    }
-    if (!IMAGE_TYPES.has(record.contentType)) {
-      throw new ServiceError('AI_ATTACHMENT_TYPE_UNSUPPORTED', `Attachment ${index} says ${record.contentType.slice(0, 100)}; attach PNG, JPEG, WEBP or GIF images`, {
-        details: { index, declared: record.contentType.slice(0, 100) },
-      })
-    }
+    checkDeclaredType(index, record.contentType)
     return { kind: 'inline', loaded: { index, data: record.data, managed: false, declared: record.contentType, name: null, detail: null } }
   }
   if (record.type === 'file') {
@@ -179,6 +205,18 @@ function shapeOf(attachment: unknown, index: number): Shape {
     return { kind: 'managed', index, ref: record.file, detail: record.detail === 'original' ? 'original' : null }
   }
   throw invalid(`attachment ${index} must have type 'file' or 'image'`, index)
+}
+
+/** An inline image's declared type: PDFs go as managed files, and only the four image types are taken. */
+function checkDeclaredType(index: number, contentType: string): void {
+  if (contentType === 'application/pdf') {
+    throw new ServiceError('AI_PDF_NOT_MANAGED', `Attachment ${index} is a PDF; attach PDFs as managed files ({ type: 'file', file: <file ref> })`, { details: { index } })
+  }
+  if (!IMAGE_TYPES.has(contentType)) {
+    throw new ServiceError('AI_ATTACHMENT_TYPE_UNSUPPORTED', `Attachment ${index} says ${contentType.slice(0, 100)}; attach PNG, JPEG, WEBP or GIF images`, {
+      details: { index, declared: contentType.slice(0, 100) },
+    })
+  }
 }
 
 async function loadManaged(
@@ -241,7 +279,19 @@ function looksLikeUrl(value: string): boolean {
   return /^[a-z][a-z0-9+.-]*:\/\//i.test(value) || /^data:/i.test(value)
 }
 
-/** A managed file that fits its own limit but not beside the others. */
+function tooMany(count: number): ServiceError {
+  return new ServiceError('AI_ATTACHMENTS_TOO_MANY', `At most ${ATTACHMENT_LIMITS.images} images (or one PDF) may be attached, got ${count}`, {
+    details: { limit: ATTACHMENT_LIMITS.images, count },
+  })
+}
+
+function tooLargeAltogether(total: number): ServiceError {
+  return new ServiceError('AI_ATTACHMENTS_TOO_LARGE', `The attachments hold ${total} bytes together; at most ${ATTACHMENT_LIMITS.totalBytes} (20 MiB) are allowed`, {
+    details: { size: total, limit: ATTACHMENT_LIMITS.totalBytes },
+  })
+}
+
+/** An attachment (a managed file, or staged inline bytes) that fits its own limit but not beside the others. */
 function tooLargeTogether(index: number, size: number): ServiceError {
   return new ServiceError('AI_ATTACHMENTS_TOO_LARGE', `Attachment ${index} does not fit: all attachments together may hold at most ${ATTACHMENT_LIMITS.totalBytes} bytes (20 MiB)`, {
     details: { index, size, limit: ATTACHMENT_LIMITS.totalBytes },
