@@ -652,13 +652,15 @@ function contextFor(invocation: Invocation, meta: WireMeta): InvocationContext {
     remove: (ref) => call('files', 'remove', ref),
     info: (idOrRef) => call('files', 'info', idOrRef),
   } as FilesClient)
+  const staging = stagingTurns()
+  const askAi = (method: string, options: unknown) => withStagedImages(call, staging, options, (sent) => call('ai', method, sent))
   const ai: AiClient = Object.freeze({
-    generateText: (options) => call('ai', 'generateText', options),
+    generateText: (options) => askAi('generateText', options),
     // The platform reads the provider's stream; each pull asks it for the next piece.
-    streamText: async (options) => textStream(await call('ai', 'streamText', options), call),
+    streamText: async (options) => textStream(await askAi('streamText', options), call),
     generateObject: async (options) => {
       const { schema, ...rest } = options
-      const value = await call('ai', 'generateObject', { ...rest, schema: schema.describe() })
+      const value = await askAi('generateObject', { ...rest, schema: schema.describe() })
       const parsed = schema.parse(value)
       if (!parsed.ok) {
         throw new ServiceError('AI_OUTPUT_INVALID', 'The AI model returned an object that does not match the schema', {
@@ -751,6 +753,78 @@ async function receiveFile(call: PlatformCall, ref: unknown): Promise<unknown> {
     data.set(piece, offset)
   }
   return { ...head, data }
+}
+
+/**
+ * Runs one piece of work at a time, in the order asked: an invocation's AI calls that stage
+ * images take turns, so the images the platform holds staged for the invocation are those of
+ * one call (within the spec's four images and 20 MiB), however many calls the Function makes
+ * at once.
+ */
+function stagingTurns(): <T>(work: () => Promise<T>) => Promise<T> {
+  let last: Promise<unknown> = Promise.resolve()
+  return (work) => {
+    const turn = last.then(work)
+    last = turn.then(() => {}, () => {})
+    return turn
+  }
+}
+
+/** Bytes of an inline attachment's `data` (as encodeBytes would send them), or null for anything else. */
+async function imageBytes(attachment: unknown): Promise<Uint8Array | null> {
+  if (typeof attachment !== 'object' || attachment === null || (attachment as { type?: unknown }).type !== 'image') return null
+  const data = (attachment as { data?: unknown }).data
+  return data instanceof Blob ? new Uint8Array(await data.arrayBuffer())
+    : data instanceof ArrayBuffer ? new Uint8Array(data)
+    : ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
+    : null
+}
+
+/**
+ * `ctx.ai` text calls with inline images: the images fit in the call while together they
+ * hold at most FILE_INLINE_BYTES (the size `ctx.files` sends in one call); past that each
+ * further image is staged on the platform first, in FILE_PIECE_BYTES pieces
+ * (`attachment.begin`, `attachment.chunk`, ai/staging.ts), and the call refers to it as
+ * `{ type: 'image', staged: id, contentType }`. The platform checks every image before
+ * storing a byte of it and gives the staged bytes back when the call ends; a call that fails
+ * here gives them back itself (`attachment.release`).
+ */
+async function withStagedImages(call: PlatformCall, turn: ReturnType<typeof stagingTurns>, options: unknown, send: (options: unknown) => Promise<unknown>): Promise<unknown> {
+  const attachments = typeof options === 'object' && options !== null ? (options as { attachments?: unknown }).attachments : undefined
+  if (!Array.isArray(attachments)) return await send(options)
+  const bytes = await Promise.all(attachments.map(imageBytes))
+  let inlineBytes = 0
+  for (const data of bytes) inlineBytes += data?.byteLength ?? 0
+  let carried = 0
+  const staged = bytes.map((data) => {
+    if (data === null) return false
+    if (carried + data.byteLength <= FILE_INLINE_BYTES) {
+      carried += data.byteLength
+      return false
+    }
+    return true
+  })
+  if (!staged.includes(true)) return await send(options)
+  return await turn(async () => {
+    const ids: string[] = []
+    try {
+      const sent: unknown[] = [...attachments]
+      for (const [index, data] of bytes.entries()) {
+        if (!staged[index] || data === null) continue
+        const { contentType } = attachments[index] as { contentType?: unknown }
+        const { id } = await call('ai', 'attachment.begin', { index, size: data.byteLength, contentType, count: attachments.length, inlineBytes }) as { id: string }
+        ids.push(id)
+        for (let offset = 0; offset < data.byteLength; offset += FILE_PIECE_BYTES) {
+          await call('ai', 'attachment.chunk', id, data.subarray(offset, offset + FILE_PIECE_BYTES))
+        }
+        sent[index] = { type: 'image', staged: id, contentType }
+      }
+      return await send({ ...options as object, attachments: sent })
+    } catch (error) {
+      if (ids.length > 0) call('ai', 'attachment.release', ...ids).catch(() => {})
+      throw error
+    }
+  })
 }
 
 function integrationFor(
