@@ -15,6 +15,9 @@ const FUNCTIONS = `functions:
   - name: whoami
     entrypoint: functions/whoami.ts
     access: user
+  - name: peek
+    entrypoint: functions/whoami.ts
+    access: public
   - name: sweep
     entrypoint: functions/sweep.ts
     access: system
@@ -138,12 +141,28 @@ describe(`development namespaces: deploy, invoke and logs (${backend})`, () => {
     assert.equal((await h.t.db.query(`select 1 from app_devapp.notes`)).length, 0)
   })
 
-  test('as anonymous a Function runs without a user, and anonymous writes are refused', async () => {
+  test('as anonymous a user Function is refused 401 AUTH_REQUIRED, as over HTTP, and its handler never runs', async () => {
     const res = await invoke('whoami', { input: { note: 'anon' }, as: 'anonymous' })
+    assert.equal(res.status, 200, res.text)
     assert.equal(res.body.ok, false)
     assert.equal(res.body.status, 401)
     assert.equal(res.body.error.code, 'AUTH_REQUIRED')
-    const read = await invoke('whoami', { input: {}, as: 'anonymous' })
+    assert.match(res.body.error.message, /whoami.*signed-in caller/)
+    assert.deepEqual(res.body.logs, [], 'no line logged: the handler did not run')
+    const stored = await h.t.db.query(`select 1 from platform.function_logs where request_id = $1`, [res.body.requestId])
+    assert.equal(stored.length, 0)
+    assert.equal((await h.t.db.query(`select 1 from app_devapp__dev_alice.notes where body = 'anon'`)).length, 0)
+    assert.deepEqual((await invoke('whoami', { input: {}, as: 'owner' })).body.value.user, { id: ownerId }, 'as the owner it still runs')
+  })
+
+  test('as anonymous a public Function runs without a user, and anonymous writes are refused', async () => {
+    const res = await invoke('peek', { input: { note: 'anon' }, as: 'anonymous' })
+    assert.equal(res.body.ok, false)
+    assert.equal(res.body.status, 401)
+    assert.equal(res.body.error.code, 'AUTH_REQUIRED')
+    assert.deepEqual(res.body.logs.map((l: any) => [l.message, l.function]), [['whoami called', 'peek']], 'it ran up to the write')
+    const read = await invoke('peek', { input: {}, as: 'anonymous' })
+    assert.equal(read.body.ok, true, read.text)
     assert.equal(read.body.value.user, null)
     assert.deepEqual(read.body.value.me, { id: 1, uid: null, system: false })
   })

@@ -8,11 +8,13 @@
  * operation, sync and webhook Functions run on the namespace's test connection, and without one
  * fail INTEGRATION_TEST_CONNECTION_REQUIRED, integrations/dev): the
  * owner drives it, as the platform drives cron and queues. `as: 'owner'` (the default)
- * runs a `user` or `public` Function as the owner, signed in; `anonymous` without a user.
+ * runs a `user` or `public` Function as the owner, signed in; `anonymous` runs a `public`
+ * one without a user, and refuses a `user` one with 401 AUTH_REQUIRED without running it,
+ * as its HTTP surface does (spec 5.5: `user` Functions require a signed-in caller).
  *
- * The answer is 200 whenever the Function ran: `{ ok: true, value, requestId, logs }` or
- * `{ ok: false, status, error, requestId, logs }`, with `logs` the invocation's stored
- * `ctx.log` lines (secret values redacted), oldest first.
+ * The answer is 200 whenever the Function ran or was refused for its caller: `{ ok: true,
+ * value, requestId, logs }` or `{ ok: false, status, error, requestId, logs }`, with `logs`
+ * the invocation's stored `ctx.log` lines (secret values redacted), oldest first.
  */
 import { randomUUID } from 'node:crypto'
 import { Hono } from 'hono'
@@ -86,6 +88,13 @@ export async function invokeDevFunction(
   }
   await deps.integrations?.refuseOAuthFunction({ releaseId: fn.releaseId, functionName: name })
   const requestId = randomUUID()
+  if (fn.declaration.access === 'user' && as === 'anonymous') {
+    // As over HTTP (access.ts), with the same code; the handler never runs. Not
+    // functionAccess itself: it also applies the browser's origin rules and hides system
+    // Functions, which the owner may invoke here.
+    const message = `${name} has access: user and needs a signed-in caller; invoke it as "owner"`
+    return { ok: false, status: 401, error: { code: 'AUTH_REQUIRED', message }, requestId, logs: [] }
+  }
   // An integration's operation, sync or webhook Function runs on the namespace's test connection (integrations/dev).
   const integration = await deps.integrations?.providerRun({ actor: request.user, app, devName, releaseId: fn.releaseId, functionName: name, requestId }) ?? null
   // An integration invocation is a system one, as in production.
