@@ -12,7 +12,8 @@ export const devTools: ToolDefinition[] = [
   defineTool({
     name: 'invoke_dev_function',
     description: 'Invoke the Function functionName of a development session\'s active release with `input` (default {}), as you ' +
-      '(as: "owner", the default) or without a user ("anonymous"); system Functions too. Answers {ok: true, value} or ' +
+      '(as: "owner", the default) or without a user ("anonymous": a Function with access: user then answers ' +
+      'status 401 AUTH_REQUIRED without running); system Functions too. Answers {ok: true, value} or ' +
       '{ok: false, status, error} with the requestId and the invocation\'s log lines. Needs Edit on the app.',
     input: z.object({
       appId,
