@@ -164,7 +164,9 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
       const declaration = app.activeReleaseId === null ? null : await slotOf(app.activeReleaseId, delivery.slot)
       const slot = slotHandler(declaration, { integration: delivery.integration_name, type: delivery.type })
       if (!('handler' in slot)) return await refuse(delivery, slot)
-      const receives = await bindingReceives({ db, clock }, facts, { bindingId: delivery.binding_id, providerAppId: delivery.provider_app_id, type: delivery.type })
+      const receives = await bindingReceives({ db, clock }, facts, {
+        bindingId: delivery.binding_id, providerAppId: delivery.provider_app_id, type: delivery.type, slotCapabilities: declaration!.capabilities,
+      })
       if (receives !== true) return await refuse(delivery, receives)
       const fn = await deps.host().resolve(app, slot.handler)
       if (fn === null || fn.declaration.access !== 'system') {

@@ -129,7 +129,10 @@ export async function emitEvent(deps: { db: Db; clock: Clock }, call: EmitCall):
     if (!('handler' in slot)) continue
     if (!candidate.capabilities.includes(capability)) continue
     const live = await receivingFacts(deps.db, { consumerAppId: candidate.consumer_app_id, slot: candidate.slot, integration: contract.name })
-    if (!live || (await bindingReceives(deps, live, { bindingId: candidate.binding_id, providerAppId: call.appId, type: event.type })) !== true) continue
+    const receives = live && await bindingReceives(deps, live, {
+      bindingId: candidate.binding_id, providerAppId: call.appId, type: event.type, slotCapabilities: candidate.declaration!.capabilities,
+    })
+    if (receives !== true) continue
     deliveries.push({
       id: randomUUID(), bindingId: candidate.binding_id, consumerAppId: candidate.consumer_app_id, slot: candidate.slot,
       provider: candidate.declaration?.provider ?? 'custom',

@@ -344,6 +344,29 @@ describe(`integration events (${backend})`, () => {
     assert.equal((await received('typed')).filter((r) => r.event_id === event).length, 0)
   })
 
+  test('a slot that stops requesting an event\'s capability receives none of it, though its binding still grants it; a delivery waiting then fails without retry', async () => {
+    await h.platform.events.runDue()
+    const apps = new Map((await h.t.db.query<{ id: string; slug: string }>('select id, slug from platform.apps')).map((a) => [a.id, a.slug]))
+    const narrowRows = async (event: string) => (await deliveries('event_id = $1', [event])).filter((r) => apps.get(r.consumer_app_id) === 'narrow')
+    const waiting = id('dropped')
+    await emitAs('sync', orgConnection, [{ type: 'order.created', id: waiting, data: { order: 'D-1' } }])
+    assert.equal((await narrowRows(waiting)).length, 1)
+    // The slot now requests orders.write only (the binding, made before, still lists orders.read).
+    await deployApp(h, bob.token, 'narrow', consumerFiles('narrow', consumer({ capabilities: ['orders.write'], events: '      function: onEvent\n' })))
+    await h.platform.events.runDue()
+    assert.deepEqual((await narrowRows(waiting)).map((r) => [r.state, r.attempts, r.last_error?.code]), [['failed', 1, 'INTEGRATION_CAPABILITY_NOT_GRANTED']])
+    const later = id('dropped')
+    await emitAs('sync', orgConnection, [{ type: 'order.created', id: later, data: { order: 'D-2' } }])
+    assert.deepEqual(await narrowRows(later), [], 'no delivery is recorded for a capability the slot no longer requests')
+    assert.equal((await received('narrow')).filter((r) => r.event_id === waiting || r.event_id === later).length, 0)
+    // Requested again: received again, under the same binding.
+    await deployApp(h, bob.token, 'narrow', consumerFiles('narrow', consumer({ capabilities: ['orders.read'], events: '      function: onEvent\n' })))
+    const again = id('dropped')
+    await emitAs('sync', orgConnection, [{ type: 'order.created', id: again, data: { order: 'D-3' } }])
+    assert.equal((await narrowRows(again)).length, 1)
+    await h.platform.events.runDue()
+  })
+
   test('at least once: a handler failing its first attempts is retried on the schedule, across a deploy of the consumer, until delivered', async () => {
     const event = id('retry')
     assert.deepEqual(await emitAs('sync', orgConnection, [{ type: 'order.refunded', id: event, data: { order: 'T-1', failFirst: 2 } }]), [1])

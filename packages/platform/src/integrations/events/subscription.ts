@@ -43,12 +43,14 @@ export async function receivingFacts(db: Db, input: { consumerAppId: string; slo
 /**
  * Whether the binding `bindingId` is still the slot's live binding, reaches the provider
  * `providerAppId`'s published contract, which declares `type`, stands active now (revoking
- * it for good when it must, like a broker call) and grants the type's capability.
+ * it for good when it must, like a broker call) and grants the type's capability, which the
+ * slot (`slotCapabilities`, its active release's declaration) still requests: a binding is
+ * limited to what both sides declare (spec 2.8), as the broker's calls are.
  */
 export async function bindingReceives(
   deps: { db: Db; clock: Clock },
   facts: CallFacts,
-  input: { bindingId: string; providerAppId: string; type: string },
+  input: { bindingId: string; providerAppId: string; type: string; slotCapabilities: readonly string[] },
 ): Promise<true | Refusal> {
   if (!facts.binding || facts.binding.id !== input.bindingId) {
     return { code: 'INTEGRATION_NOT_BOUND', message: 'the slot is no longer bound by this binding' }
@@ -64,6 +66,9 @@ export async function bindingReceives(
   if (standing === 'suspended') return { code: 'INTEGRATION_BINDING_SUSPENDED', message: 'the binding is suspended: the person who bound it may not use the integration now' }
   if (!facts.binding.capabilities.includes(event.capability)) {
     return { code: 'INTEGRATION_CAPABILITY_NOT_GRANTED', message: `the binding does not grant "${event.capability}"` }
+  }
+  if (!input.slotCapabilities.includes(event.capability)) {
+    return { code: 'INTEGRATION_CAPABILITY_NOT_GRANTED', message: `the slot no longer requests "${event.capability}"` }
   }
   return true
 }
