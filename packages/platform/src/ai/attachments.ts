@@ -161,9 +161,10 @@ export function checkStagedImage(value: unknown, held: { readonly count: number;
   const record = typeof value === 'object' && value !== null && !Array.isArray(value) ? value as Record<string, unknown> : {}
   const { index, size, contentType, count, inlineBytes } = record
   const whole = (n: unknown, least: number): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= least
-  if (!whole(count, 1) || !whole(index, 0) || index >= count || !whole(size, 1) || !whole(inlineBytes, size) || typeof contentType !== 'string') {
-    throw invalid('a staged attachment needs index, size, contentType, count and inlineBytes')
+  if (!whole(count, 1) || !whole(index, 0) || index >= count || !whole(size, 1) || !whole(inlineBytes, size)) {
+    throw invalid('a staged attachment needs index, size, count and inlineBytes')
   }
+  if (typeof contentType !== 'string') throw invalid(`attachment ${index} needs a contentType`, index)
   if (count > ATTACHMENT_LIMITS.images) throw tooMany(count)
   checkDeclaredType(index, contentType)
   if (size > ATTACHMENT_LIMITS.imageBytes) throw imageTooLarge(index, size)

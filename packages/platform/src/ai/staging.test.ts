@@ -36,6 +36,7 @@ describe('staged inline image bytes', () => {
       [image(MIB, 1), 'AI_ATTACHMENT_INVALID'],
       [{ ...image(MIB), inlineBytes: 10 }, 'AI_ATTACHMENT_INVALID'],
       ['not a declaration', 'AI_ATTACHMENT_INVALID'],
+      [{ ...image(MIB), contentType: undefined }, 'AI_ATTACHMENT_INVALID'],
     ]
     for (const [declared, code] of cases) {
       assert.throws(() => staging.begin(call, declared), { code }, JSON.stringify(declared))
