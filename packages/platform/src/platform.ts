@@ -183,7 +183,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   base.route('/v1/cli/logins', cliLoginRoutes({ db, clock, urls, trustProxy }))
   base.route('/v1/app-token-requests', appTokenRequestRoutes({ db, clock, urls, trustProxy, mailer }))
   base.route('/_dev/mail', devMailRoutes({ db, production: deps.config.production }))
-  base.route('/v1/onboarding', onboardingRoutes({ db, clock, mailer, urls, trustProxy }))
+  base.route('/v1/onboarding', onboardingRoutes({ db, clock, mailer, urls, registration: deps.config.registration, trustProxy }))
   base.route('/v1/organisation', organisationRoutes({ db, clock, mailer, urls }))
   base.route('/v1/connections', connectionRoutes({ db, clock, logger, urls }))
   base.route('/', oauth.callbackRoutes)
@@ -230,6 +230,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
   base.route('/', mcpOAuthRoutes({ db, clock, urls, trustProxy }))
   base.route('/mcp', mcpRoutes({
     db, clock, logger, urls, mailer, secrets, revealKey, trustProxy, ai: deps.config.ai ?? NO_AI,
+    registration: deps.config.registration,
     host: () => functions,
     devInvoke: {
       refuseOAuthFunction: (input) => refuseOAuthFunction(db, input),

@@ -22,6 +22,8 @@ export const ERROR_CODES = {
   /** A role or integration audience for a person outside the app's organisation (issue 12). */
   MEMBER_OUTSIDE_ORGANISATION: 403,
   CONFIRMATION_REQUIRED: 403,
+  /** An unknown address asked for an account (agent onboarding) while SERVICE_REGISTRATION is off (our code). */
+  REGISTRATION_CLOSED: 403,
   APP_TOKEN_NOT_ALLOWED: 403,
   // MCP (issue 18; our codes, docs/api.md): a tool not on an app-scoped token's focused builder surface;
   // an app-scoped token used on another app.

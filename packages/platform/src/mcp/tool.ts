@@ -35,6 +35,8 @@ export interface McpDeps {
   revealKey: Uint8Array
   /** The platform's AI models, which a deployed manifest's `ai` section must name (deploy/). */
   ai?: AiSettings
+  /** SERVICE_REGISTRATION: whether `start_onboarding` may create an identity for a new address. */
+  registration: boolean
 }
 
 /** One call's context: the deps, the caller and the caller's network address (for rate limits). */

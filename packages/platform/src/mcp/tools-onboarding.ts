@@ -14,8 +14,8 @@ export const onboardingTools: ToolDefinition[] = [
   defineTool({
     name: 'start_onboarding',
     description: 'Start onboarding a person and their project by email, without any credential. A new email gets a provisional ' +
-      'identity (status organisation_setup_required: no app, no credential yet); an existing one gets an approval email ' +
-      '(status awaiting_confirmation). The person confirms the emailed link within 24 hours and sets up or joins a company; ' +
+      'identity (status organisation_setup_required: no app, no credential yet), or REGISTRATION_CLOSED when the platform ' +
+      'admits no new accounts; an existing one gets an approval email (status awaiting_confirmation). The person confirms the emailed link within 24 hours and sets up or joins a company; ' +
       'then poll_onboarding with the returned id and pollToken yields an owner API token, once. Keep pollToken secret.',
     input: z.object({
       email: z.string().min(3).max(254).describe('The person\'s email address'),

@@ -175,3 +175,42 @@ describe(`companies, invitations and agent onboarding (${backend})`, () => {
     assert.equal((await h.request('/v1/onboarding', { json: { email: 'a@b.test', projectName: '' } })).status, 400)
   })
 })
+
+describe(`agent onboarding with registration closed (${backend})`, () => {
+  let h: Harness
+  before(async () => {
+    h = await startHarness(undefined, { registration: false })
+    await h.createOwner('member@acme.test', 'Acme')
+  })
+  after(() => h.close())
+
+  /** `start_onboarding` as an agent without a credential calls it over MCP: the tool's JSON answer. */
+  async function startOverMcp(args: Json): Promise<{ isError: boolean; body: Json }> {
+    const res = await h.request('/mcp', {
+      headers: { accept: 'application/json, text/event-stream' },
+      json: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'start_onboarding', arguments: args } },
+    })
+    const { result } = (await res.json()) as Json
+    return { isError: result.isError === true, body: JSON.parse(result.content[0].text) }
+  }
+
+  test('start_onboarding refuses a new address with REGISTRATION_CLOSED and creates nothing, over HTTP and MCP', async () => {
+    const res = await h.request('/v1/onboarding', { json: { email: 'stranger@new.test', projectName: 'Heist' } })
+    assert.equal(res.status, 403)
+    assert.equal(((await res.json()) as Json).error.code, 'REGISTRATION_CLOSED')
+    const tool = await startOverMcp({ email: 'stranger@new.test', projectName: 'Heist' })
+    assert.equal(tool.isError, true)
+    assert.equal(tool.body.error.code, 'REGISTRATION_CLOSED')
+    assert.equal(await findUserByEmail(h.t.db, 'stranger@new.test'), null)
+    assert.equal(await latestDevMailTo(h.t.db, 'stranger@new.test'), undefined, 'nothing is emailed')
+  })
+
+  test('with registration closed, an existing account still onboards its agent', async () => {
+    const res = await h.request('/v1/onboarding', { json: { email: 'member@acme.test', projectName: 'Ledger' } })
+    assert.equal(res.status, 201)
+    assert.equal(((await res.json()) as Json).status, 'awaiting_confirmation')
+    const tool = await startOverMcp({ email: 'member@acme.test', projectName: 'Ledger' })
+    assert.equal(tool.isError, false)
+    assert.equal(tool.body.status, 'awaiting_confirmation')
+  })
+})

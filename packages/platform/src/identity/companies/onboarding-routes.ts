@@ -15,7 +15,7 @@ import { readObject } from '../../http/json.ts'
 import type { Mail } from '../sign-in/routes.ts'
 import { ONBOARDING_CLIENT_LIMIT, pollOnboardingRequest, resendOnboarding, startOnboarding } from './onboarding-start.ts'
 
-export function onboardingRoutes(deps: { db: Db; clock: Clock; mailer: Mail; urls: HostUrls; trustProxy?: boolean }) {
+export function onboardingRoutes(deps: { db: Db; clock: Clock; mailer: Mail; urls: HostUrls; registration: boolean; trustProxy?: boolean }) {
   const routes = new Hono()
   // Unauthenticated: bounded per client address so nobody can flood it.
   routes.post('/', limitPerClient({ db: deps.db, clock: deps.clock, trustProxy: deps.trustProxy ?? false }, ONBOARDING_CLIENT_LIMIT))

@@ -1,8 +1,9 @@
 /**
  * `start_onboarding` itself (spec 2.2, 5.3), for the HTTP endpoint and the MCP tool alike:
- * a new email gets a provisional identity and a retained project request, an existing one an
- * approval email; both at most 5 emails an hour per address, and both callers also bound
- * each client address to ONBOARDING_CLIENT_LIMIT. Resends end the links sent before.
+ * a new email gets a provisional identity and a retained project request (only while
+ * registration is open: REGISTRATION_CLOSED otherwise), an existing one an approval email;
+ * both at most 5 emails an hour per address, and both callers also bound each client address
+ * to ONBOARDING_CLIENT_LIMIT. Resends end the links sent before.
  */
 import type { Db } from '../../db/db.ts'
 import type { Clock } from '../../lib/clock.ts'
@@ -23,6 +24,8 @@ export interface OnboardingDeps {
   clock: Clock
   mailer: Mail
   urls: HostUrls
+  /** SERVICE_REGISTRATION: whether a new address may get an identity (spec 5.1.5). */
+  registration: boolean
 }
 
 const launchPath = (id: string) => `/launch/${id}`
@@ -64,6 +67,10 @@ export async function startOnboarding(
   await limitAddress(deps, email)
   const result = await db.transaction(async (tx) => {
     const existing = await findUserByEmail(tx, email)
+    if (!existing && !deps.registration) {
+      throw new ServiceError('REGISTRATION_CLOSED',
+        'registration is closed on this platform: only an address that already has an account can start onboarding')
+    }
     const user = existing ?? await createUser(tx, {
       email, organisationId: null, confirmationDeadline: new Date(clock.now().getTime() + LIFETIMES.confirmationMs),
     })
