@@ -182,6 +182,8 @@ export interface IntegrationRunOptions {
   readonly secrets: Readonly<Record<string, string | null>>
   /** Whether `ctx.integration.emit` may be called (provider-invocation.ts `mayEmit`); absent: unless the trigger is `oauth`. */
   readonly mayEmit?: boolean
+  /** Secret values handed in the input (provider-invocation.ts `redact`): redacted, not readable. */
+  readonly redact?: readonly string[]
 }
 
 /** A `ctx.jobs` call with the invocation's namespace and caller, as the host knows them. */
@@ -661,7 +663,8 @@ export function createFunctionHost(deps: FunctionHostDeps): FunctionHost {
         overlays.set(meta, options.integration.secrets)
         // Absent: as the trigger allows (operation, sync, webhook; never OAuth exchange or refresh).
         if (options.integration.mayEmit ?? options.integration.context.trigger !== 'oauth') emitters.add(meta)
-        secrets.rememberHanded({ appId: meta.appId, devName }, Object.values(options.integration.secrets).filter((value): value is string => value !== null))
+        const handed = [...Object.values(options.integration.secrets), ...(options.integration.redact ?? [])]
+        secrets.rememberHanded({ appId: meta.appId, devName }, handed.filter((value): value is string => value !== null))
       }
       const timeoutMs = options.timeoutMs ?? fn.declaration.timeoutSeconds * 1000
       const { entry, done } = poolFor(meta, timeoutMs)

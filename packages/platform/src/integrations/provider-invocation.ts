@@ -37,6 +37,12 @@ export interface ProviderInvocation {
    * credential the contract declares that the connection left empty (optional).
    */
   readonly secrets: Readonly<Record<string, string | null>>
+  /**
+   * Secret values handed in `input` (an OAuth exchange's code and PKCE verifier, a refresh's
+   * refresh token): redacted from everything the invocation writes or throws, like `secrets`,
+   * though not readable through `ctx.secrets`.
+   */
+  readonly redact?: readonly string[]
   /** Whether `integration.emit` may be called (false for OAuth exchange and refresh). */
   readonly mayEmit: boolean
   readonly timeoutMs: number

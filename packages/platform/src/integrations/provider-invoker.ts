@@ -33,7 +33,10 @@ export function createProviderInvoker(deps: { db: Db; host: () => FunctionHost }
       user: null,
       // The caller's limit (25 seconds for operations), or the Function's own when shorter; a fixed one (sync's 15 minutes) as it is.
       timeoutMs: invocation.fixedTimeout ? invocation.timeoutMs : Math.min(invocation.timeoutMs, fn.declaration.timeoutSeconds * 1000),
-      integration: { context: invocation.integration, secrets: invocation.secrets, mayEmit: invocation.mayEmit },
+      integration: {
+        context: invocation.integration, secrets: invocation.secrets, mayEmit: invocation.mayEmit,
+        ...(invocation.redact === undefined ? {} : { redact: invocation.redact }),
+      },
       ...(invocation.requestId === undefined ? {} : { requestId: invocation.requestId }),
     })
     if (result.ok) return { ok: true, value: result.value }

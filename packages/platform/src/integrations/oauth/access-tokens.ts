@@ -95,6 +95,7 @@ export function createAccessTokens(deps: AccessTokenDeps): AccessTokens {
         providerAppId: connection.providerAppId,
         functionName: authorization.refresh,
         input: { refreshToken },
+        redact: [refreshToken],
         integration: { connectionId: connection.id, trigger: 'oauth' },
         // Credential values entered beside `authorization`; never the access token.
         secrets: Object.fromEntries(values),

@@ -197,6 +197,7 @@ async function exchangeCode(
     integration: { connectionId: input.connectionId, trigger: 'oauth' },
     // The connection's credential values entered beside `authorization`; never an access token.
     secrets: input.values,
+    redact: input.codeVerifier === null ? [input.code] : [input.code, input.codeVerifier],
     mayEmit: false,
     timeoutMs: OAUTH_FUNCTION_TIMEOUT_MS,
     ...(input.requestId ? { requestId: input.requestId } : {}),

@@ -100,7 +100,9 @@ export async function token(params: Record<string, string>, secret: string | nul
 import { token } from './token.ts'
 export default defineFunction({
   input: object({ code: string(), redirectUri: string(), codeVerifier: optional(string()) }),
-  async handler({ input, secrets }) {
+  async handler({ input, secrets, log }) {
+    // A careless provider: what it was handed must still reach no log line in plaintext.
+    log.info('exchanging code ' + input.code + ' with verifier ' + input.codeVerifier)
     return token({ grant_type: 'authorization_code', code: input.code, redirect_uri: input.redirectUri, code_verifier: input.codeVerifier ?? '' },
       await secrets.get('CRM_CLIENT_SECRET'))
   },
@@ -110,7 +112,8 @@ export default defineFunction({
 import { token } from './token.ts'
 export default defineFunction({
   input: object({ refreshToken: string() }),
-  async handler({ input, secrets }) {
+  async handler({ input, secrets, log }) {
+    log.info('refreshing with ' + input.refreshToken)
     return token({ grant_type: 'refresh_token', refresh_token: input.refreshToken }, await secrets.get('CRM_CLIENT_SECRET'))
   },
 })
