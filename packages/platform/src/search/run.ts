@@ -6,11 +6,13 @@
  * Each component picks at most CANDIDATES rows after RLS and the `where` filters, ordered by
  * its evidence then by id: full text by `ts_rank` of the declared columns against
  * `websearch_to_tsquery(language, query)`; vector by exact cosine distance, brute force (no
- * index picks candidates): pgvector's `<=>` on a vector(n) column, or the same formula in
- * float8 over a `real[]` column (the similarity clamped to [-1, 1], as pgvector does). Rows whose vector is null, of another length or of zero norm
- * are no candidates. Hybrid fuses the two lists: sum of 1 / (60 + rank) over the components a
- * row is in. A record over 16 KiB or a response over 1 MiB fails SEARCH_RESULT_TOO_LARGE
- * (`result-size.ts`).
+ * index picks candidates): pgvector's `<=>` on a vector(n) column (float4 sums, so a row
+ * whose norm would overflow or underflow them gets the float8 formula instead), or the same
+ * formula in float8 over a `real[]` column (the similarity clamped to [-1, 1], as pgvector
+ * does). Rows whose vector is null, of another length, of zero norm or (real[]) holding NaN
+ * or Infinity are no candidates. Hybrid fuses the two lists: sum of 1 / (60 + rank) over the
+ * components a row is in. A record over 16 KiB or a response over 1 MiB fails
+ * SEARCH_RESULT_TOO_LARGE (`result-size.ts`).
  */
 import { ident, type Db, type Queryable } from '../db/db.ts'
 import { runAsRole, type Namespace } from '../namespaces/namespaces.ts'
@@ -121,11 +123,23 @@ export function searchStatement(schema: string, plan: SearchPlan, input: SearchI
     const column = `t.${ident(plan.vector!.column)}`
     const dimensions = plan.vector!.dimensions
     if (plan.vectorPath === 'pgvector') {
+      // `<=>` sums squares and products in float4: exact to about 1e-7 for a row whose norm is
+      // in FLOAT4_SAFE_NORM (the query is sent scaled into it), where nothing overflows or
+      // underflows. A row outside it gets the real[] path's float8 formula over its float4
+      // values; a zero row gets null, and is dropped after the candidates are picked (nulls
+      // sort last, so the 100 best non-null rows are all kept). The row's norm is computed
+      // once (a simple CASE), so its vector is read twice per row, as before.
+      const float8 = `1 - greatest(-1, least(1, (select sum(a::float8 * b::float8) from unnest(${column}::real[], vn.e) u(a, b))
+                              / (extensions.vector_norm(${column}) * vn.norm)))`
       ctes.push(`v as (select ($1->1)::text::extensions.vector as v)`)
+      ctes.push(`vn as (select v.v, v.v::real[] as e, extensions.vector_norm(v.v) as norm from v)`)
       ctes.push(`vc as (select id, distance, row_number() over (order by distance, id) as rank from (
-          select t.id, (${column} operator(extensions.<=>) v.v)::float8 as distance from ${from}, v
-           where ${[`${column} is not null`, `extensions.vector_norm(${column}) > 0`, ...filters].join(' and ')}
-           order by distance, t.id limit ${CANDIDATES}) c)`)
+          select t.id, case width_bucket(extensions.vector_norm(${column}), '{1e-46,${FLOAT4_SAFE_NORM.min},${FLOAT4_SAFE_NORM.max}}'::float8[])
+                         when 0 then null when 2 then (${column} operator(extensions.<=>) vn.v)::float8 else ${float8} end as distance
+            from ${from}, vn
+           where ${[`${column} is not null`, ...filters].join(' and ')}
+           order by distance, t.id limit ${CANDIDATES}) c
+         where distance is not null)`)
     } else {
       ctes.push(`v as (select array(select e::float4::float8 from jsonb_array_elements_text($1->1) e) as v)`)
       ctes.push(`vn as (select v.v, sqrt((select sum(b * b) from unnest(v.v) b)) as norm from v)`)
@@ -134,7 +148,7 @@ export function searchStatement(schema: string, plan: SearchPlan, input: SearchI
             from ${from}, vn,
                  lateral (select sum(a::float8 * b) as dot, sum(a::float8 * a) as aa, count(a) as n
                             from unnest(${column}, vn.v) u(a, b)) s
-           where ${[`cardinality(${column}) = ${dimensions}`, `s.n = ${dimensions}`, 's.aa > 0', ...filters].join(' and ')}
+           where ${[`cardinality(${column}) = ${dimensions}`, `s.n = ${dimensions}`, 's.aa > 0', `s.aa < 'Infinity'::float8`, ...filters].join(' and ')}
            order by distance, t.id limit ${CANDIDATES}) c)`)
     }
   }
@@ -157,7 +171,33 @@ export function searchStatement(schema: string, plan: SearchPlan, input: SearchI
       'vectorDistance', h.vc_distance, 'vectorSimilarity', 1 - h.vc_distance, 'vectorRank', h.vc_rank,
       'fusionScore', h.fusion) order by ${input.mode === 'hybrid' ? 'h.fusion desc, h.id' : input.mode === 'fullText' ? 'h.ft_rank' : 'h.vc_rank'}), '[]'::json)
     from hits h join ${table} t on t.id = h.id)`
-  return { ctes, value, params: [input.query, input.vector, input.where] }
+  const vector = input.vector !== null && plan.vectorPath === 'pgvector' ? intoFloat4Band(input.vector) : input.vector
+  return { ctes, value, params: [input.query, vector, input.where] }
+}
+
+/**
+ * Norms within which pgvector's float4 sums neither overflow (squares up to 1e36, under
+ * 3.4e38 with room for rounding) nor lose more than about 1e-16 to underflow (at most
+ * 16,000 dimensions times 1.2e-38 against a product of norms of at least 1e-18). A
+ * nonzero float32 vector's norm is at least 1.4e-45, so 1e-46 in the statement means zero.
+ */
+export const FLOAT4_SAFE_NORM = { min: '1e-9', max: '1e18' } as const
+
+/**
+ * The query vector as sent to pgvector: unchanged when its norm is in FLOAT4_SAFE_NORM,
+ * otherwise its float32 values times the power of two that brings the norm near 1. That
+ * product is exact (an element below 2^-126 of the norm may lose bits, which moves the
+ * cosine by less than 2^-126), so the distance is the one of the vector asked.
+ *
+ * @example
+ * intoFloat4Band([3e38, 3e38, 0]) // [0.8816..., 0.8816..., 0]: each float32 3e38 times 2^-128
+ */
+export function intoFloat4Band(vector: readonly number[]): number[] {
+  const values = vector.map(Math.fround)
+  const norm = Math.sqrt(values.reduce((sum, value) => sum + value * value, 0))
+  if (norm >= Number(FLOAT4_SAFE_NORM.min) && norm < Number(FLOAT4_SAFE_NORM.max)) return [...vector]
+  const scale = 2 ** -Math.round(Math.log2(norm))
+  return values.map((value) => Math.fround(value * scale))
 }
 
 function unavailable(error: unknown): ServiceError {

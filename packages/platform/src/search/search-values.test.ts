@@ -22,9 +22,6 @@ const ROWS: [number, number[]][] = [
   [7, [-1, 0.5, 0.25]],
   [8, [0.2, 0.3, 1]],
 ]
-/** Only a `real[]` column can hold these (pgvector refuses them on input). */
-const NON_FINITE = [`(9, 'tea', 9, 9, 9, true, 'nine', '{NaN,0,0}')`, `(10, 'tea', 10, 10, 10, true, 'ten', '{Infinity,1,0}')`]
-
 const QUERIES = [
   [3e38, 3e38, 0],
   [1e-40, 0, 0],
@@ -42,7 +39,11 @@ function migration(path: 'exact' | 'pgvector'): string {
   label text, embedding ${path === 'exact' ? 'real[]' : 'vector(3)'});
 alter table notes enable row level security;
 create policy notes_read on notes for select using (true);
-insert into notes values ${[...rows, ...(path === 'exact' ? NON_FINITE : [])].join(',\n  ')};
+insert into notes values ${rows.join(',\n  ')};
+create table odd (id integer primary key, title text not null, embedding real[]);
+alter table odd enable row level security;
+create policy odd_read on odd for select using (true);
+insert into odd values (1, 'tea', '{1,0,0}'), (2, 'tea', '{NaN,0,0}'), (3, 'tea', '{Infinity,1,0}'), (4, 'tea', '{0,1,0}'), (5, 'tea', '{-Infinity,0,0}');
 `
 }
 
@@ -56,6 +57,16 @@ data:
       table: notes
       select: [id]
       filters: [n, small, r, visible, label]
+      fullText:
+        language: simple
+        columns: [title]
+      vector:
+        column: embedding
+        dimensions: 3
+        model: m
+    - name: odd
+      table: odd
+      select: [id]
       fullText:
         language: simple
         columns: [title]
@@ -105,9 +116,9 @@ for (const path of ['exact', 'pgvector'] as const) describe(`search at the edges
   })
   after(async () => { await h.close() })
 
-  async function find(options: unknown): Promise<any> {
+  async function find(options: unknown, name = 'notes'): Promise<any> {
     const res = await h.request('/_service/functions/find', {
-      host: slug, headers: { 'x-service-sdk': '1' }, json: { name: 'notes', options: JSON.stringify(options) },
+      host: slug, headers: { 'x-service-sdk': '1' }, json: { name, options: JSON.stringify(options) },
     })
     const text = await res.text()
     assert.equal(res.status, 200, text)
@@ -118,5 +129,37 @@ for (const path of ['exact', 'pgvector'] as const) describe(`search at the edges
     if (!available) { t.skip(`this database has no ${path}`); return }
     const { hits } = await find({ mode: 'hybrid', query: 'tea', vector: [1, 0, 0], model: 'm', where: { n: 3 } })
     assert.deepEqual(hits.map((hit: any) => hit.record), [{ id: 3 }])
+  })
+
+  test('vectors whose float32 squares overflow or underflow, asked or stored, get the exact cosine distance as numbers, ranked by it', async (t) => {
+    if (!available) { t.skip(`this database has no ${path}`); return }
+    for (const query of QUERIES) {
+      const label = JSON.stringify(query)
+      const expected = ROWS
+        .map(([id, v]) => ({ id, distance: cosineDistance(v, query) }))
+        .sort((a, b) => a.distance - b.distance || a.id - b.id)
+      const body = await find({ mode: 'vector', vector: query, model: 'm', limit: 50 })
+      assert.ok(Array.isArray(body.hits), `${label}: ${JSON.stringify(body)}`)
+      assert.deepEqual(body.hits.map((hit: any) => hit.record.id), expected.map((row) => row.id), label)
+      for (const [index, hit] of body.hits.entries()) {
+        const at = `${label}: row ${hit.record.id}`
+        assert.equal(typeof hit.vectorDistance, 'number', `${at}: ${JSON.stringify(hit)}`)
+        assert.equal(typeof hit.vectorSimilarity, 'number', `${at}: ${JSON.stringify(hit)}`)
+        assert.ok(Math.abs(hit.vectorDistance - expected[index]!.distance) < 1e-6, `${at}: distance ${hit.vectorDistance} against ${expected[index]!.distance}`)
+        assert.ok(Math.abs(hit.vectorSimilarity - (1 - expected[index]!.distance)) < 1e-6, `${at}: similarity ${hit.vectorSimilarity}`)
+        assert.equal(hit.vectorRank, index + 1, at)
+      }
+    }
+  })
+
+  test('a stored real[] holding NaN or Infinity is no vector candidate (cosine is undefined for it), as a zero vector is not', async (t) => {
+    if (!available || path !== 'exact') { t.skip('only a real[] column holds NaN or Infinity'); return }
+    for (const vector of [[1, 0, 0], [0, 1, 0], [-1, 0, 0], [1e-40, 0, 0], [3e38, 3e38, 0]]) {
+      const vectorHits = (await find({ mode: 'vector', vector, model: 'm', limit: 50 }, 'odd')).hits
+      assert.deepEqual(vectorHits.map((hit: any) => hit.record.id).sort(), [1, 4], JSON.stringify(vectorHits))
+      const hybrid = (await find({ mode: 'hybrid', query: 'tea', vector, model: 'm', limit: 50 }, 'odd')).hits
+      assert.deepEqual(hybrid.filter((hit: any) => hit.vectorRank !== null).map((hit: any) => hit.record.id).sort(), [1, 4], JSON.stringify(hybrid))
+      for (const hit of [...vectorHits, ...hybrid]) assert.ok(hit.vectorDistance === null || Number.isFinite(hit.vectorDistance), JSON.stringify(hit))
+    }
   })
 })
