@@ -29,7 +29,7 @@ export interface Config {
   readonly registration: boolean
   /** Sign-in and password attempts allowed per 15 minutes, per address and per client. */
   readonly signInLimits: { readonly perAddress: number; readonly perClient: number }
-  /** SERVICE_TRUST_PROXY: take the client address from the first X-Forwarded-For hop. */
+  /** SERVICE_TRUST_PROXY: take the client address from the last X-Forwarded-For entry (the one the proxy appended). */
   readonly trustProxy: boolean
   /**
    * DATABASE_STATEMENT_TIMEOUT_MS: on PostgreSQL no statement runs longer (default 120 s); on

@@ -25,7 +25,7 @@ import { coerceError, ServiceError } from '../lib/errors.ts'
 import type { Logger } from '../lib/logger.ts'
 import { findAppByIdOrSlug } from '../apps/apps.ts'
 import type { ManagedFiles } from '../files/index.ts'
-import { failureResponse, type FunctionFailure, type FunctionHost } from '../functions/index.ts'
+import { attemptNotSpent, failureResponse, type FunctionFailure, type FunctionHost } from '../functions/index.ts'
 import { buildInboundEvent } from './inbound-event.ts'
 import {
   claimInbound, INBOX_CHANNEL, markInboundDone, markInboundFailed, markInboundNotStarted, purgeFinishedInbound, recoverExpiredInbound,
@@ -73,10 +73,6 @@ export interface InboundWorker extends LeaseLoop {
 function bounded(code: string, rawMessage: string): InboxError {
   const message = rawMessage.replaceAll('\u0000', '\ufffd')
   return { code: code.slice(0, 128), message: message.length > MAX_ERROR_MESSAGE ? `${message.slice(0, MAX_ERROR_MESSAGE - 1)}…` : message }
-}
-
-function isBystander(failure: FunctionFailure): boolean {
-  return failure.kind === 'crashed' && failure.reason === 'worker_replaced_for_timeout_of_another_invocation'
 }
 
 /** As for queue jobs: only `errors.unavailable` (503), a timeout and a crashed worker are worth another attempt. */
@@ -149,7 +145,7 @@ export function createInboundWorker(deps: InboundWorkerDeps): InboundWorker {
         logger.info('inbound email delivered to its receiver', { id: row.id, attempt: row.attempts })
         return
       }
-      if (isBystander(result.error)) return await markInboundNotStarted(db, { ...ids, now: clock.now() })
+      if (attemptNotSpent(result.error)) return await markInboundNotStarted(db, { ...ids, now: clock.now() })
       const { body } = failureResponse(result.error, { environment: deps.production ? 'production' : 'development' })
       await fail(row, bounded(body.error.code, body.error.message), isRetryable(result.error))
     } catch (thrown) {

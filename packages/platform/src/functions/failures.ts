@@ -10,8 +10,12 @@ import { serviceErrorProblem, type WireFailure } from './protocol.ts'
 /** Why an invocation failed. */
 export type FunctionFailure =
   | WireFailure
-  /** The invocation ran (or waited) past its timeout; its worker was killed. */
-  | { readonly kind: 'timeout'; readonly message: string }
+  /**
+   * The invocation ran (or waited) past its timeout; its worker was killed. `reason`
+   * `not_started`: it only waited for a free worker, and no Function code ran (functions/pool.ts;
+   * the jobs dispatcher does not count such an attempt).
+   */
+  | { readonly kind: 'timeout'; readonly message: string; readonly reason?: 'not_started' }
   /**
    * The worker process ended (killed, crashed, broke the protocol) while the invocation ran.
    * `reason` says why when the platform knows:
@@ -50,6 +54,18 @@ const MEMORY_EXCEEDED = { status: 502, code: 'FUNCTION_MEMORY_EXCEEDED', message
 export interface FailureResponse {
   readonly status: number
   readonly body: { readonly error: { readonly code: string; readonly message: string; readonly details?: unknown } }
+}
+
+/**
+ * Whether the failure spent none of the invocation's own attempt: its worker was killed for
+ * another invocation's timeout (a bystander), or it waited for a free worker until its
+ * timeout and never started. Workers that count attempts (jobs, event deliveries, inbound
+ * mail) give such an attempt back uncounted: one Function must not spend, or dead-letter,
+ * its neighbours' attempts (spec 2.5: the timeout is per consumer attempt).
+ */
+export function attemptNotSpent(failure: FunctionFailure): boolean {
+  return (failure.kind === 'crashed' && failure.reason === 'worker_replaced_for_timeout_of_another_invocation')
+    || (failure.kind === 'timeout' && failure.reason === 'not_started')
 }
 
 /**

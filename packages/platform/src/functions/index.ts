@@ -15,7 +15,7 @@ export {
   type ByteResult,
   type WarmResult,
 } from './pool.ts'
-export { failureResponse, type CrashReason, type FailureResponse, type FunctionFailure, type FunctionFailureKind, type FunctionResult } from './failures.ts'
+export { attemptNotSpent, failureResponse, type CrashReason, type FailureResponse, type FunctionFailure, type FunctionFailureKind, type FunctionResult } from './failures.ts'
 export { DENIED_IPV4_RANGES, DENIED_IPV6_ADDRESSES } from './sandbox.ts'
 export { FILE_INLINE_BYTES, FILE_PIECE_BYTES } from './protocol.ts'
 export { resolveDenoBinary } from './deno-binary.ts'

@@ -10,7 +10,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { ConfigError, loadConfig } from '../config.ts'
-import { isBystander, isRetryable } from '../jobs/dispatcher.ts'
+import { isRetryable } from '../jobs/dispatcher.ts'
+import { attemptNotSpent } from './failures.ts'
 import { failureResponse, type FunctionFailure } from './failures.ts'
 import { DEFAULT_MAX_HEAP_MB, DEFAULT_MEMORY_BUDGET_MB, type InvokeResult } from './pool.ts'
 import { metaFor, removeBundle, testPool, writeBundle, type TestPool } from './test-bundle.ts'
@@ -177,7 +178,7 @@ describe('Functions memory limits', () => {
   test('for jobs a memory kill is a crash: retryable, and counted (not a bystander)', () => {
     const memory: FunctionFailure = { kind: 'crashed', message: 'the Functions worker went over its memory limit', reason: 'memory_exceeded' }
     assert.equal(isRetryable(memory), true)
-    assert.equal(isBystander(memory), false)
+    assert.equal(attemptNotSpent(memory), false)
   })
 
   test('budgets are configuration: FUNCTION_MEMORY_MB and FUNCTION_HEAP_MB, validated, defaulting to the pool defaults', () => {

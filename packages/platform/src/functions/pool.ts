@@ -212,8 +212,8 @@ export class ByteResultError extends Error {
 /**
  * The failure of an invocation whose timeout passed while it waited for a free worker: no
  * Function code ran. It is a `timeout` (HTTP callers answer 504 FUNCTION_TIMEOUT as for any
- * timeout), with a `reason` that FunctionFailure does not declare (failures.ts), so callers
- * that count attempts can give this one back (jobs/dispatcher.ts, `isNotStarted`).
+ * timeout), with `reason: 'not_started'`, so callers that count attempts can give this one
+ * back (failures.ts, `attemptNotSpent`).
  */
 export interface NotStartedTimeout {
   readonly kind: 'timeout'

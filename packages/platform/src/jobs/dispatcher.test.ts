@@ -3,7 +3,8 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { startHarness } from '../../test/harness.ts'
 import { silentLogger } from '../lib/logger.ts'
-import { boundedError, isBystander, isNotStarted, isRetryable } from './dispatcher.ts'
+import { attemptNotSpent } from '../functions/index.ts'
+import { boundedError, isRetryable } from './dispatcher.ts'
 
 test('only errors.unavailable (503), a timeout and a crashed worker are retryable', () => {
   assert.equal(isRetryable({ kind: 'service', code: 'UPSTREAM_DOWN', message: 'm', status: 503 }), true)
@@ -19,12 +20,11 @@ test('only errors.unavailable (503), a timeout and a crashed worker are retryabl
 
 test('an attempt is given back uncounted when its worker was killed for another timeout, or its invocation never started', () => {
   const notStarted = { kind: 'timeout' as const, message: 'the invocation waited 1000 ms for a free worker', reason: 'not_started' as const }
-  assert.equal(isNotStarted(notStarted), true)
-  assert.equal(isNotStarted({ kind: 'timeout', message: 'the Function did not finish within 1000 ms' }), false, 'a timeout of a started invocation counts')
-  assert.equal(isNotStarted({ kind: 'crashed', message: 'm', reason: 'worker_replaced_for_timeout_of_another_invocation' }), false)
-  assert.equal(isBystander({ kind: 'crashed', message: 'm', reason: 'worker_replaced_for_timeout_of_another_invocation' }), true)
-  assert.equal(isBystander({ kind: 'crashed', message: 'm', reason: 'memory_exceeded' }), false)
-  assert.equal(isBystander(notStarted), false)
+  assert.equal(attemptNotSpent(notStarted), true)
+  assert.equal(attemptNotSpent({ kind: 'timeout', message: 'the Function did not finish within 1000 ms' }), false, 'a timeout of a started invocation counts')
+  assert.equal(attemptNotSpent({ kind: 'crashed', message: 'm', reason: 'worker_replaced_for_timeout_of_another_invocation' }), true)
+  assert.equal(attemptNotSpent({ kind: 'crashed', message: 'm', reason: 'memory_exceeded' }), false)
+  assert.equal(attemptNotSpent({ kind: 'crashed', message: 'm' }), false)
 })
 
 test('a kept error message is cut at 1,000 characters', () => {

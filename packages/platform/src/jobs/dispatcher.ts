@@ -36,7 +36,7 @@ import type { Clock } from '../lib/clock.ts'
 import { coerceError } from '../lib/errors.ts'
 import type { Logger } from '../lib/logger.ts'
 import type { CronDeclaration, QueueDeclaration } from '../manifest/index.ts'
-import { failureResponse, type FunctionFailure, type FunctionHost } from '../functions/index.ts'
+import { attemptNotSpent, failureResponse, type FunctionFailure, type FunctionHost } from '../functions/index.ts'
 import {
   claimDueJobs,
   completeAndClaim,
@@ -119,21 +119,6 @@ export function boundedError(code: string, rawMessage: string): JobError {
  * a lost write would run it again at its lease's expiry (or dead-letter a last attempt).
  */
 const RESULT_WRITE_RETRIES_MS = [100, 500, 2000, 5000]
-
-/** The attempt's worker was killed for another invocation's timeout: not this job's failure. */
-export function isBystander(failure: FunctionFailure): boolean {
-  return failure.kind === 'crashed' && failure.reason === 'worker_replaced_for_timeout_of_another_invocation'
-}
-
-/**
- * The attempt's invocation waited for a free worker (the app's pool was full, of HTTP calls
- * say) until its timeout, and never started (functions/pool.ts, NotStartedTimeout): no
- * consumer ran, so it is not an attempt of this job (spec 2.5: the timeout is per consumer
- * attempt).
- */
-export function isNotStarted(failure: FunctionFailure): boolean {
-  return failure.kind === 'timeout' && 'reason' in failure && failure.reason === 'not_started'
-}
 
 /** Only `errors.unavailable` (503), a timeout and a crashed worker are worth another attempt. */
 export function isRetryable(failure: FunctionFailure): boolean {
@@ -375,7 +360,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         ...(job.timeout_seconds === null ? {} : { timeoutMs: job.timeout_seconds * 1000 }),
       })
       if (result.ok) return await succeeded(ids)
-      if (isBystander(result.error) || isNotStarted(result.error)) {
+      if (attemptNotSpent(result.error)) {
         // Another invocation's timeout killed the worker, or no worker was free before the
         // timeout: not this job's failure. Run again at once, uncounted (a waiting attempt
         // is bounded by the timeout, so a full pool costs a claim per timeout, not a loop).

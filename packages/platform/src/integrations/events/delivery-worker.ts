@@ -30,7 +30,7 @@ import type { Db } from '../../db/db.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { coerceError, type ErrorCode } from '../../lib/errors.ts'
 import type { Logger } from '../../lib/logger.ts'
-import { failureResponse, type FunctionFailure, type FunctionHost } from '../../functions/index.ts'
+import { attemptNotSpent, failureResponse, type FunctionFailure, type FunctionHost } from '../../functions/index.ts'
 import type { IntegrationSlot } from '../../manifest/index.ts'
 import { eventEnvelope } from './envelope.ts'
 import {
@@ -96,10 +96,6 @@ export function boundedError(input: { code: string; message: string; status?: nu
     message: message.length > MAX_ERROR_MESSAGE ? `${message.slice(0, MAX_ERROR_MESSAGE - 1)}…` : message,
     ...(input.status === undefined ? {} : { status: input.status }),
   }
-}
-
-function isBystander(failure: FunctionFailure): boolean {
-  return failure.kind === 'crashed' && failure.reason === 'worker_replaced_for_timeout_of_another_invocation'
 }
 
 /**
@@ -186,7 +182,7 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
         await markDelivered(db, { ...ids, now: clock.now() })
         return
       }
-      if (isBystander(result.error)) {
+      if (attemptNotSpent(result.error)) {
         await markNotStarted(db, { ...ids, now: clock.now() })
         return
       }
