@@ -17,6 +17,8 @@ export type VectorPath = 'pgvector' | 'exact'
 /** A declared search with what deploy learned from the schema. */
 export interface SearchPlan extends SearchDeclaration {
   readonly vectorPath: VectorPath | null
+  /** Each filter column's type name (`pg_type.typname`: int4, bool, text, a domain's own name …). */
+  readonly filterTypes: Readonly<Record<string, string>>
 }
 
 interface ColumnRow extends Record<string, unknown> {
@@ -87,11 +89,13 @@ function planOf(search: SearchDeclaration, columns: Map<string, ColumnRow> | und
       refuse(name, 'select', `column "${column}" is a ${row.typname}; select only returnable columns (a vector is the search's input, not its result)`, { table: search.table, column })
     }
   }
+  const filterTypes: Record<string, string> = {}
   for (const column of search.filters) {
     const row = need('filters', column)
     if (row.typcategory === 'A' || NOT_SCALAR.has(row.typname)) {
       refuse(name, 'filters', `column "${column}" has type ${row.typname}; filters compare scalar columns by equality`, { table: search.table, column })
     }
+    filterTypes[column] = row.typname
   }
   for (const column of search.fullText?.columns ?? []) {
     const row = need('fullText.columns', column)
@@ -118,7 +122,7 @@ function planOf(search: SearchDeclaration, columns: Map<string, ColumnRow> | und
       refuse(name, 'vector.column', `column "${column}" has type ${row.typname}; a vector column is vector(${dimensions}) (pgvector) or real[]`, { table: search.table, column })
     }
   }
-  return { ...search, vectorPath }
+  return { ...search, vectorPath, filterTypes }
 }
 
 /** Whether the database has pgvector installed in the `extensions` schema (reported by /v1/health). */

@@ -46,7 +46,7 @@ export function declarationNamed(searches: readonly SearchDeclaration[], name: u
  * @example
  * readSearchInput(declaration, { mode: 'fullText', query: ' tea ' }) // { mode: 'fullText', query: 'tea', vector: null, where: {}, limit: 10 }
  */
-export function readSearchInput(declaration: SearchDeclaration, options: unknown): SearchInput {
+export function readSearchInput(declaration: SearchDeclaration & { readonly filterTypes?: Readonly<Record<string, string>> }, options: unknown): SearchInput {
   const name = declaration.name
   if (typeof options !== 'object' || options === null || Array.isArray(options)) throw invalid(name, 'options', 'the options must be an object')
   const fields = options as Record<string, unknown>
@@ -80,6 +80,7 @@ export function readSearchInput(declaration: SearchDeclaration, options: unknown
 
 function readQuery(name: string, value: unknown): string {
   if (typeof value !== 'string') throw invalid(name, 'query', 'query must be a string')
+  if (value.includes('\u0000')) throw invalid(name, 'query', 'query holds a NUL character, which no PostgreSQL text can')
   const query = value.trim()
   if (query === '') throw invalid(name, 'query', 'query is empty once trimmed')
   if ([...query].length > MAX_QUERY_CHARS) throw invalid(name, 'query', `query is longer than ${MAX_QUERY_CHARS} characters`)
@@ -103,7 +104,38 @@ function readVector(name: string, value: unknown, dimensions: number): number[] 
   return value as number[]
 }
 
-function readWhere(declaration: SearchDeclaration, value: unknown): SearchInput['where'] {
+/**
+ * Integer column types: the least value and the first value past the greatest (exclusive,
+ * since int8's greatest, 2^63 - 1, is no float64).
+ */
+const INTEGER_RANGES: Readonly<Record<string, readonly [number, number]>> = {
+  int2: [-(2 ** 15), 2 ** 15],
+  int4: [-(2 ** 31), 2 ** 31],
+  int8: [-(2 ** 63), 2 ** 63],
+}
+const NUMERIC_TYPES = new Set(['int2', 'int4', 'int8', 'float4', 'float8', 'numeric'])
+
+/**
+ * Why a filter column of type `type` cannot hold `value`, or null where it can or only the
+ * database can tell (a string for a number, a date, a uuid …: `run.ts` maps its refusal).
+ * Refuses only what the column's input function would refuse, so every value that filtered
+ * before still does (1 and "yes" for a boolean, "12" for an integer).
+ */
+function unfitFor(type: string | undefined, value: string | number | boolean): string | null {
+  if (typeof value === 'string') return value.includes('\u0000') ? 'holds a NUL character, which no PostgreSQL text can' : null
+  if (type === undefined) return null
+  if (typeof value === 'boolean') return NUMERIC_TYPES.has(type) ? `is a boolean, but the column is ${type}` : null
+  const range = INTEGER_RANGES[type]
+  if (range !== undefined) {
+    if (!Number.isInteger(value)) return `is not an integer, but the column is ${type}`
+    if (value < range[0] || value >= range[1]) return `is outside the range of ${type}`
+  }
+  if (type === 'float4' && ((value !== 0 && Math.fround(value) === 0) || !Number.isFinite(Math.fround(value)))) return 'is outside the range of float4 (real)'
+  if (type === 'bool' && value !== 0 && value !== 1) return 'is a number other than 0 or 1, but the column is boolean'
+  return null
+}
+
+function readWhere(declaration: SearchDeclaration & { readonly filterTypes?: Readonly<Record<string, string>> }, value: unknown): SearchInput['where'] {
   if (value === undefined) return {}
   const name = declaration.name
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalid(name, 'where', 'where must be an object of filter column -> value')
@@ -113,6 +145,8 @@ function readWhere(declaration: SearchDeclaration, value: unknown): SearchInput[
     }
     const scalar = filter === null || typeof filter === 'string' || typeof filter === 'boolean' || (typeof filter === 'number' && Number.isFinite(filter))
     if (!scalar) throw invalid(name, 'where', `where.${column} must be a string, number, boolean or null (equality only)`)
+    const unfit = filter === null ? null : unfitFor(declaration.filterTypes?.[column], filter)
+    if (unfit !== null) throw invalid(name, 'where', `where.${column} ${unfit}`)
   }
   return value as SearchInput['where']
 }

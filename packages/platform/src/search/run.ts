@@ -93,7 +93,7 @@ export async function runSearch(options: SearchCallOptions): Promise<{ hits: Sea
       })
     }
   } catch (error) {
-    throw searchDatabaseError(error)
+    throw searchDatabaseError(error, { search: plan.name, where: input.where })
   }
   return { hits: checkResultSize(plan.name, (hits ?? []) as SearchHit[]) }
 }
@@ -204,10 +204,26 @@ function unavailable(error: unknown): ServiceError {
   return new ServiceError('SEARCH_UNAVAILABLE', 'search is unavailable for a moment (database or schema); retry', { cause: error })
 }
 
-/** Temporary database failures (timeouts, connections, a schema changed under the cache) are retryable. */
-function searchDatabaseError(error: unknown): unknown {
+/**
+ * What the database says when a value does not fit its type (invalid text, out of range,
+ * bad date or time, an untranslatable character, too long, a domain's check). In a search
+ * the only values the caller gives a column's type are the `where` values (readWhere checks
+ * those it can; these are the rest, a date string for a date column, say).
+ */
+const VALUE_REFUSED = new Set(['22P02', '22003', '22007', '22008', '22P05', '22001', '23514'])
+
+/**
+ * Temporary database failures (timeouts, connections, a schema changed under the cache) are
+ * retryable; a `where` value its column cannot hold is SEARCH_INPUT_INVALID.
+ */
+function searchDatabaseError(error: unknown, call: { search: string; where: SearchInput['where'] }): unknown {
   if (error instanceof ServiceError) return error
   const code = typeof error === 'object' && error !== null ? String((error as { code?: unknown }).code ?? '') : ''
+  if (VALUE_REFUSED.has(code) && Object.values(call.where).some((value) => value !== null)) {
+    return new ServiceError('SEARCH_INPUT_INVALID', `search "${call.search}": a where value does not fit its column: ${error instanceof Error ? error.message : ''}`, {
+      details: { search: call.search, field: 'where' }, cause: error,
+    })
+  }
   if (code === '42501') return new ServiceError('FORBIDDEN', `The database refused this search: ${error instanceof Error ? error.message : ''}`, { cause: error })
   if (code === '57014' || code === '40001' || code === '40P01' || code === '42P01' || code === '42703' || /^(08|53|57P)/.test(code)) return unavailable(error)
   return error

@@ -162,4 +162,46 @@ for (const path of ['exact', 'pgvector'] as const) describe(`search at the edges
       for (const hit of [...vectorHits, ...hybrid]) assert.ok(hit.vectorDistance === null || Number.isFinite(hit.vectorDistance), JSON.stringify(hit))
     }
   })
+
+  test('a where value the filter column cannot hold fails SEARCH_INPUT_INVALID (400) on where; values it can hold still filter', async (t) => {
+    if (!available) { t.skip(`this database has no ${path}`); return }
+    const refused: [string, unknown][] = [
+      ['integer given text', { n: 'abc' }],
+      ['integer given a fraction', { n: 1.5 }],
+      ['integer given a boolean', { n: true }],
+      ['integer out of range', { n: 2 ** 31 }],
+      ['smallint out of range', { small: 40000 }],
+      ['real out of range', { r: 1e39 }],
+      ['real underflowing', { r: 1e-50 }],
+      ['boolean given text', { visible: 'maybe' }],
+      ['boolean given 2', { visible: 2 }],
+      ['text with a NUL', { label: 'label\u00001' }],
+    ]
+    for (const [label, where] of refused) {
+      for (const mode of [{ mode: 'fullText', query: 'tea' }, { mode: 'hybrid', query: 'tea', vector: [1, 0, 0], model: 'm' }]) {
+        const body = await find({ ...mode, where })
+        assert.deepEqual({ error: body.error, status: body.status, field: body.field }, { error: 'SEARCH_INPUT_INVALID', status: 400, field: 'where' }, `${label}: ${JSON.stringify(body)}`)
+      }
+    }
+    // The browser SDK's route answers the same code and status.
+    const res = await h.request('/_service/search/notes', { host: slug, headers: { 'x-service-sdk': '1' }, json: { mode: 'fullText', query: 'tea', where: { n: 'abc' } } })
+    const body = await res.json() as any
+    assert.equal(res.status, 400, JSON.stringify(body))
+    assert.equal(body.error.code, 'SEARCH_INPUT_INVALID')
+    // A NUL in the query is the query's fault, not where's.
+    assert.deepEqual((await find({ mode: 'fullText', query: 'te\u0000a' })).field, 'query')
+    // What the column's type reads still works as before.
+    const ids = async (where: unknown) => (await find({ mode: 'fullText', query: 'tea', where })).hits.map((hit: any) => hit.record.id)
+    assert.deepEqual(await ids({ n: 2 }), [2])
+    assert.deepEqual(await ids({ n: '3' }), [3])
+    assert.deepEqual(await ids({ n: 2 ** 31 - 1 }), [])
+    assert.deepEqual(await ids({ small: -32768 }), [])
+    assert.deepEqual(await ids({ r: 50 }), [5])
+    assert.deepEqual(await ids({ r: 1.5 }), [])
+    assert.deepEqual(await ids({ visible: true, n: 4 }), [4])
+    assert.deepEqual(await ids({ visible: 1, n: 4 }), [4])
+    assert.deepEqual(await ids({ visible: 'no', n: 4 }), [])
+    assert.deepEqual(await ids({ label: 'label 7' }), [7])
+    assert.deepEqual(await ids({ n: null }), [])
+  })
 })
