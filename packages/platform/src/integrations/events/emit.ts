@@ -18,7 +18,7 @@ import type { Db } from '../../db/db.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { ServiceError } from '../../lib/errors.ts'
 import type { IntegrationContract } from '../../manifest/index.ts'
-import { insertDeliveries, selectEmitFacts, selectReleaseContract, type NewDelivery } from './queries.ts'
+import { everyCandidate, insertDeliveries, selectEmitFacts, selectReleaseContract, type NewDelivery } from './queries.ts'
 import { bindingReceives, receivingFacts, slotHandler } from './subscription.ts'
 
 /** Largest `data` (compact JSON, UTF-8 bytes; spec 8). */
@@ -124,7 +124,7 @@ export async function emitEvent(deps: { db: Db; clock: Clock }, call: EmitCall):
   const target = facts.connection
   if (!target || target.provider_app_id !== call.appId || target.integration_name !== contract.name) return 0
   const deliveries: NewDelivery[] = []
-  for (const candidate of facts.candidates) {
+  for await (const candidate of everyCandidate(deps.db, { connectionId, firstPage: facts.candidates })) {
     const slot = slotHandler(candidate.declaration, { integration: contract.name, type: event.type })
     if (!('handler' in slot)) continue
     if (!candidate.capabilities.includes(capability)) continue

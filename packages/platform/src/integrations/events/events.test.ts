@@ -8,6 +8,7 @@
  * role, retention, and a provider's development session.
  */
 import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import { backend } from '../../../test/test-db.ts'
 import { manifest, ownerApi, startHarness, type Harness } from '../../../test/harness.ts'
@@ -16,6 +17,7 @@ import { findAppBySlug } from '../../apps/apps.ts'
 import { createProviderInvoker } from '../provider-invoker.ts'
 import type { IntegrationTrigger } from '../provider-invocation.ts'
 import { emitEvent, MAX_EVENT_DATA_BYTES } from './emit.ts'
+import { everyCandidate } from './queries.ts'
 import { RETRY_DELAYS_SECONDS } from './delivery-worker.ts'
 import { DELIVERY_RETENTION_MS, eventEnvelope, runEventHandler } from './index.ts'
 
@@ -365,6 +367,24 @@ describe(`integration events (${backend})`, () => {
     await emitAs('sync', orgConnection, [{ type: 'order.created', id: again, data: { order: 'D-3' } }])
     assert.equal((await narrowRows(again)).length, 1)
     await h.platform.events.runDue()
+  })
+
+  test('an emission reads every binding of its connection, page after page (no cap at the first page)', async () => {
+    const quiet = (await findAppBySlug(h.t.db, 'quiet'))!
+    const paged = await connection(alice.userId, 'organisation')
+    const ids = Array.from({ length: 5 }, () => randomUUID()).sort()
+    for (const [i, bindingId] of ids.entries()) {
+      await h.t.db.query(
+        `insert into platform.integration_bindings (id, consumer_app_id, slot, connection_id, created_by, capabilities, created_at)
+         values ($1, $2, $3, $4, $5, '["orders.read"]', now())`, [bindingId, quiet.id, `page_${i}`, paged, bob.userId])
+    }
+    const read: string[] = []
+    for await (const candidate of everyCandidate(h.t.db, { connectionId: paged, pageSize: 2 })) read.push(candidate.binding_id)
+    assert.deepEqual(read, ids, 'pages of 2, 2 and 1, in id order, none twice')
+    const exact: string[] = []
+    for await (const candidate of everyCandidate(h.t.db, { connectionId: paged, pageSize: 5 })) exact.push(candidate.binding_id)
+    assert.deepEqual(exact, ids, 'a full last page is followed by an empty one')
+    await h.t.db.query('delete from platform.integration_bindings where connection_id = $1', [paged])
   })
 
   test('at least once: a handler failing its first attempts is retried on the schedule, across a deploy of the consumer, until delivered', async () => {

@@ -70,8 +70,28 @@ export interface EmitFacts extends Record<string, unknown> {
   contract: IntegrationContract
   /** The invocation's connection: its provider app and integration (null: gone). */
   connection: { provider_app_id: string; integration_name: string } | null
-  /** The connection's live `account: app` bindings, with each consumer's running slot declaration (at most 1000). */
+  /** The first page of the connection's live `account: app` bindings (`everyCandidate` reads the rest). */
   candidates: CandidateRow[]
+}
+
+/** Bindings an emission reads per statement. */
+export const CANDIDATE_PAGE = 1000
+
+/**
+ * A page of the live `account: app` bindings of connection `$connection`, by id after
+ * `$after` (null: from the first), each with its consumer's running slot declaration.
+ */
+function candidatesSql(connection: string, after: string, limit: number): string {
+  return `coalesce((
+      select jsonb_agg(jsonb_build_object('binding_id', b.id, 'consumer_app_id', b.consumer_app_id, 'slot', b.slot,
+                                         'capabilities', b.capabilities, 'declaration', r.manifest -> 'integrations' -> b.slot) order by b.id)
+        from (select * from platform.integration_bindings
+               where connection_id = ${connection} and status = 'active' and user_id is null
+                 and (${after}::uuid is null or id > ${after}::uuid)
+               order by id limit ${limit}) b
+        join platform.apps a on a.id = b.consumer_app_id
+        left join platform.releases r on r.id = a.active_release_id
+    ), '[]'::jsonb)`
 }
 
 /** What an emission needs, in one statement; undefined when the provider app publishes no integration. */
@@ -79,16 +99,28 @@ export async function selectEmitFacts(db: Queryable, key: { providerAppId: strin
   return first<EmitFacts>(db,
     `select c.contract,
             (select to_jsonb(x) from (select provider_app_id, integration_name from platform.connections where id = $2) x) as connection,
-            coalesce((
-              select jsonb_agg(jsonb_build_object('binding_id', b.id, 'consumer_app_id', b.consumer_app_id, 'slot', b.slot,
-                                                 'capabilities', b.capabilities, 'declaration', r.manifest -> 'integrations' -> b.slot))
-                from (select * from platform.integration_bindings
-                       where connection_id = $2 and status = 'active' and user_id is null order by id limit 1000) b
-                join platform.apps a on a.id = b.consumer_app_id
-                left join platform.releases r on r.id = a.active_release_id
-            ), '[]'::jsonb) as candidates
+            ${candidatesSql('$2', 'null', CANDIDATE_PAGE)} as candidates
        from platform.integration_contracts c where c.app_id = $1`,
     [key.providerAppId, key.connectionId])
+}
+
+/**
+ * Every live `account: app` binding of the connection, by id: `firstPage` when given (the
+ * one selectEmitFacts read, of CANDIDATE_PAGE), then pages of `pageSize`, one statement
+ * each, until a page is short.
+ */
+export async function* everyCandidate(
+  db: Queryable, key: { connectionId: string; firstPage?: CandidateRow[]; pageSize?: number },
+): AsyncGenerator<CandidateRow> {
+  const pageSize = key.pageSize ?? CANDIDATE_PAGE
+  const after = async (bindingId: string | null) => (await first<{ candidates: CandidateRow[] }>(db,
+    `select ${candidatesSql('$1', '$2', pageSize)} as candidates`, [key.connectionId, bindingId]))!.candidates
+  let page = key.firstPage ?? await after(null)
+  for (;;) {
+    yield* page
+    if (page.length < pageSize) return
+    page = await after(page.at(-1)!.binding_id)
+  }
 }
 
 /** The slot `slot` as the release `releaseId` declares it (null: no such slot). */
