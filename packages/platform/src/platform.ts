@@ -208,7 +208,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     db, host: () => functions,
     integrations: {
       refuseOAuthFunction: (input) => refuseOAuthFunction(db, input),
-      providerRun: (input) => devProviderRun({ db, keyring, accessToken: (token) => oauth.accessTokenFor(token) }, input),
+      providerRun: (input) => devProviderRun({ db, urls, keyring, accessToken: (token) => oauth.accessTokenFor(token) }, input),
     },
   }))
   owner.route('/', devIntegrationRoutes({ db, clock, host: () => functions }))
@@ -234,7 +234,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     host: () => functions,
     devInvoke: {
       refuseOAuthFunction: (input) => refuseOAuthFunction(db, input),
-      providerRun: (input) => devProviderRun({ db, keyring, accessToken: (token) => oauth.accessTokenFor(token) }, input),
+      providerRun: (input) => devProviderRun({ db, urls, keyring, accessToken: (token) => oauth.accessTokenFor(token) }, input),
     },
   }))
 

@@ -22,7 +22,7 @@ import type { Clock } from '../lib/clock.ts'
 import { ServiceError, type ErrorCode } from '../lib/errors.ts'
 import type { HostUrls } from '../http/hosts.ts'
 import { SDK_GATES, sdkAtLeast, type IntegrationContract, type Manifest } from '../manifest/index.ts'
-import { findConnection, markReconnectRequired, openCredentials, type Connection, type ConnectionKeyring, type CredentialRow } from './connections/index.ts'
+import { connectionPageUrl, findConnection, markReconnectRequired, openCredentials, type Connection, type ConnectionKeyring, type CredentialRow } from './connections/index.ts'
 import { callFacts, connectAndBindPath, settleStanding } from './bindings/index.ts'
 import { selectReleaseManifest } from './bindings/queries.ts'
 import { devModeOf } from './dev/mode.ts'
@@ -220,7 +220,7 @@ export async function invocationSecrets(
 function reconnectRequired(deps: Pick<BrokerDeps, 'urls'>, slot: string, connection: Connection): ServiceError {
   return new ServiceError('INTEGRATION_RECONNECT_REQUIRED',
     'the connection was rejected by the external system; someone who manages it must replace its credentials',
-    { details: { slot, connectionId: connection.id, connectUrl: `${deps.urls.auth}/connections/${connection.id}` } })
+    { details: { slot, connectionId: connection.id, connectUrl: connectionPageUrl(deps.urls, connection.id) } })
 }
 
 /**

@@ -11,5 +11,5 @@ export {
 } from './connections.ts'
 export type { ConnectionRow, CredentialRow } from './queries.ts'
 export type { Actor, Connection, ConnectionCredentials, ConnectionDeps, ConnectionKeyring, ConnectionKind, ConnectionStatus, PublishedIntegration } from './connections.ts'
-export { connectPagePath, connectionPages, webhookUrl } from './pages.ts'
+export { connectPagePath, connectionPageUrl, connectionPages, webhookUrl } from './pages.ts'
 export { connectionRoutes } from './routes.ts'

@@ -49,6 +49,14 @@ export function webhookUrl(urls: HostUrls, token: string): string {
   return `${urls.base}/v1/hooks/${token}`
 }
 
+/**
+ * A connection's page on `{auth_url}`, where the people who manage it see its webhook URL and
+ * replace its credentials: the `connectUrl` of INTEGRATION_RECONNECT_REQUIRED.
+ */
+export function connectionPageUrl(urls: Pick<HostUrls, 'auth'>, connectionId: string): string {
+  return `${urls.auth}/connections/${connectionId}`
+}
+
 /** The page where a person connects to a published integration (for links and `connectUrl`). */
 export function connectPagePath(input: { app: string; integration: string }): string {
   return `/connections/new?app=${encodeURIComponent(input.app)}&integration=${encodeURIComponent(input.integration)}`

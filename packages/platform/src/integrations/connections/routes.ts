@@ -16,7 +16,7 @@ import { isUuid } from '../../lib/ids.ts'
 import type { HostUrls } from '../../http/hosts.ts'
 import { requireOwner, type OwnerEnv } from '../../identity/index.ts'
 import { findConnection, listConnections, removeConnection, seesConnection, type Connection } from './connections.ts'
-import { STATUS_TEXT } from './pages.ts'
+import { STATUS_TEXT, connectionPageUrl } from './pages.ts'
 
 const DEFAULT_LIMIT = 50
 const MAX_LIMIT = 100
@@ -36,7 +36,7 @@ export function connectionView(connection: Connection, urls: HostUrls) {
     createdAt: connection.createdAt.toISOString(),
     updatedAt: connection.updatedAt.toISOString(),
     /** The page where the people who manage it see its webhook URL and replace its credentials. */
-    manageUrl: `${urls.auth}/connections/${connection.id}`,
+    manageUrl: connectionPageUrl(urls, connection.id),
   }
 }
 

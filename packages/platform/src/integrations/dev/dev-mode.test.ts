@@ -14,6 +14,8 @@ import { bundle, manifest, ownerApi, startHarness, type Harness } from '../../..
 import { consumerManifest, createTestConnection, deployApp, listOrders, ORDER_CREATED, ordersContract, READ_AND_WRITE } from '../../../test/integration-fixture.ts'
 import { findAppBySlug } from '../../apps/apps.ts'
 import { UNBOUND_BINDING_ID } from './index.ts'
+import { findConnection, markReconnectRequired } from '../connections/index.ts'
+import { AUTH } from '../../../test/sign-in-flow.ts'
 
 const KEY = 'sk_dev_mode_alice_3f9a1c'
 const CAROL_KEY = 'sk_dev_mode_carol_77d2e0'
@@ -242,6 +244,12 @@ export default defineFunction({ input: object({}), handler: ({ integration }) =>
     assert.deepEqual(hook.body.value.integration, { connectionId, trigger: 'webhook', operation: null })
     const sync = await devInvoke(alice.token, 'shop', 'syncImpl', {})
     assert.deepEqual(sync.body.value.integration, { connectionId, trigger: 'sync', operation: null })
+    // Rejected by the external system: refused as production refuses, with the page to reconnect it on.
+    assert.ok(await markReconnectRequired(h.t.db, { connection: (await findConnection(h.t.db, connectionId))!, reason: 'rejected', at: h.clock.now() }))
+    const rejected = await devInvoke(alice.token, 'shop', 'ordersImpl', {})
+    assert.equal(rejected.body.error.code, 'INTEGRATION_RECONNECT_REQUIRED', rejected.text)
+    assert.equal(rejected.body.error.details.connectUrl, `${AUTH}/connections/${connectionId}`)
+    await h.t.db.query(`update platform.connections set status = 'active' where id = $1`, [connectionId])
     const cleared = await api(alice.token, 'DELETE', '/v1/apps/shop/dev/ada/integrations/orders/test-connection')
     assert.equal(cleared.body.integration.testConnectionId, null)
     assert.equal((await devInvoke(alice.token, 'shop', 'ordersImpl', {})).body.error.code, 'INTEGRATION_TEST_CONNECTION_REQUIRED')

@@ -25,7 +25,8 @@ import { activeReleaseOf } from '../../namespaces/dev-names.ts'
 import { mayUseIntegration, type User } from '../../identity/index.ts'
 import type { IntegrationContract, Manifest } from '../../manifest/index.ts'
 import { INTEGRATION_NAME } from '../../manifest/names.ts'
-import { findConnection, seesConnection, type Connection, type ConnectionKeyring } from '../connections/index.ts'
+import type { HostUrls } from '../../http/hosts.ts'
+import { connectionPageUrl, findConnection, seesConnection, type Connection, type ConnectionKeyring } from '../connections/index.ts'
 import { selectCredentials } from '../connections/queries.ts'
 import { selectReleaseManifest } from '../bindings/queries.ts'
 import type { IntegrationContext } from '../provider-invocation.ts'
@@ -155,6 +156,8 @@ export function integrationRoleOf(contract: IntegrationContract, functionName: s
 
 export interface DevProviderRunDeps {
   readonly db: Db
+  /** For `connectUrl` (the test connection's page on `{auth_url}`). */
+  readonly urls: Pick<HostUrls, 'auth'>
   readonly keyring: ConnectionKeyring
   readonly accessToken?: AccessTokenSource
 }
@@ -187,7 +190,7 @@ export async function devProviderRun(
   if (connection.status === 'reconnect_required') {
     throw new ServiceError('INTEGRATION_RECONNECT_REQUIRED',
       'the test connection was rejected by the external system; someone who manages it must replace its credentials',
-      { details: { connectionId } })
+      { details: { connectionId, connectUrl: connectionPageUrl(deps.urls, connectionId) } })
   }
   const secrets = await invocationSecrets(deps, {
     connection, credentials: await selectCredentials(deps.db, connectionId), contract, ...(input.requestId === undefined ? {} : { requestId: input.requestId }),

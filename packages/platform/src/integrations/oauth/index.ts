@@ -14,7 +14,7 @@ import type { Clock } from '../../lib/clock.ts'
 import type { Logger } from '../../lib/logger.ts'
 import type { HostUrls } from '../../http/hosts.ts'
 import type { CookieOptions } from '../../identity/index.ts'
-import type { ConnectionKeyring, PublishedIntegration, Actor, ConnectionKind } from '../connections/index.ts'
+import { connectionPageUrl, type ConnectionKeyring, type PublishedIntegration, type Actor, type ConnectionKind } from '../connections/index.ts'
 import type { InvokeProvider } from '../provider-invocation.ts'
 import type { Context } from 'hono'
 import { createAccessTokens, type AccessTokens } from './access-tokens.ts'
@@ -61,7 +61,7 @@ export function createOAuth(deps: OAuthFeatureDeps): OAuth {
   const pageDeps = { ...deps, baseUrl: deps.urls.base }
   const tokens = createAccessTokens({
     ...deps,
-    connectUrl: (connection) => `${deps.urls.auth}/connections/${connection.id}`,
+    connectUrl: (connection) => connectionPageUrl(deps.urls, connection.id),
   })
   return {
     accessTokenFor: tokens.accessTokenFor,
