@@ -19,6 +19,11 @@ export interface SearchPlan extends SearchDeclaration {
   readonly vectorPath: VectorPath | null
   /** Each filter column's type name (`pg_type.typname`: int4, bool, text, a domain's own name …). */
   readonly filterTypes: Readonly<Record<string, string>>
+  /**
+   * Each filter column's type as SQL (`format_type`, schema-qualified where it is the app's
+   * own: `integer`, `character varying(20)`, `app_x.positive`): a `where` value is cast to it.
+   */
+  readonly filterCasts: Readonly<Record<string, string>>
 }
 
 interface ColumnRow extends Record<string, unknown> {
@@ -28,6 +33,7 @@ interface ColumnRow extends Record<string, unknown> {
   typcategory: string
   typmod: number
   elemname: string | null
+  sqltype: string
 }
 
 /** Column types a `where` filter compares by equality (no arrays, documents or vectors). */
@@ -36,7 +42,8 @@ const NOT_SCALAR = new Set(['json', 'jsonb', 'tsvector', 'tsquery', 'vector', 'x
 /** Reads the columns of the searched tables in `schema`, by table then column name. */
 async function columnsOf(db: Queryable, schema: string, tables: string[]): Promise<Map<string, Map<string, ColumnRow>>> {
   const rows = await db.query<ColumnRow>(
-    `select c.relname, a.attname, t.typname, t.typcategory::text as typcategory, a.atttypmod as typmod, e.typname as elemname
+    `select c.relname, a.attname, t.typname, t.typcategory::text as typcategory, a.atttypmod as typmod, e.typname as elemname,
+            pg_catalog.format_type(a.atttypid, a.atttypmod) as sqltype
        from pg_catalog.pg_attribute a
        join pg_catalog.pg_class c on c.oid = a.attrelid
        join pg_catalog.pg_namespace n on n.oid = c.relnamespace
@@ -90,12 +97,14 @@ function planOf(search: SearchDeclaration, columns: Map<string, ColumnRow> | und
     }
   }
   const filterTypes: Record<string, string> = {}
+  const filterCasts: Record<string, string> = {}
   for (const column of search.filters) {
     const row = need('filters', column)
     if (row.typcategory === 'A' || NOT_SCALAR.has(row.typname)) {
       refuse(name, 'filters', `column "${column}" has type ${row.typname}; filters compare scalar columns by equality`, { table: search.table, column })
     }
     filterTypes[column] = row.typname
+    filterCasts[column] = row.sqltype
   }
   for (const column of search.fullText?.columns ?? []) {
     const row = need('fullText.columns', column)
@@ -122,7 +131,7 @@ function planOf(search: SearchDeclaration, columns: Map<string, ColumnRow> | und
       refuse(name, 'vector.column', `column "${column}" has type ${row.typname}; a vector column is vector(${dimensions}) (pgvector) or real[]`, { table: search.table, column })
     }
   }
-  return { ...search, vectorPath, filterTypes }
+  return { ...search, vectorPath, filterTypes, filterCasts }
 }
 
 /** Whether the database has pgvector installed in the `extensions` schema (reported by /v1/health). */

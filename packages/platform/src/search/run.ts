@@ -14,7 +14,7 @@
  * components a row is in. A record over 16 KiB or a response over 1 MiB fails
  * SEARCH_RESULT_TOO_LARGE (`result-size.ts`).
  */
-import { ident, type Db, type Queryable } from '../db/db.ts'
+import { ident, literal, type Db, type Queryable } from '../db/db.ts'
 import { runAsRole, type Namespace } from '../namespaces/namespaces.ts'
 import type { NamespaceSql, StatementParts } from '../namespaces/namespace-sql.ts'
 import { ServiceError } from '../lib/errors.ts'
@@ -104,9 +104,12 @@ export async function runSearch(options: SearchCallOptions): Promise<{ hits: Sea
  */
 export function searchStatement(schema: string, plan: SearchPlan, input: SearchInput): StatementParts {
   const table = `${ident(schema)}.${ident(plan.table)}`
+  // Each value is cast to its own column's type: a record of the whole table
+  // (jsonb_populate_record) would check every column's domain, a NOT NULL one failing for
+  // every column not filtered.
   const filters = Object.entries(input.where).map(([column, value]) =>
-    value === null ? `t.${ident(column)} is null` : `t.${ident(column)} = w.${ident(column)}`)
-  const from = `${table} t, jsonb_populate_record(null::${table}, $1->2) w`
+    value === null ? `t.${ident(column)} is null` : `t.${ident(column)} = ($1->2->>${literal(column)})::${plan.filterCasts[column]}`)
+  const from = `${table} t`
   const ctes: string[] = []
   const lexical = input.mode !== 'vector'
   const semantic = input.mode !== 'fullText'

@@ -34,9 +34,12 @@ const QUERIES = [
 
 function migration(path: 'exact' | 'pgvector'): string {
   const literal = (v: number[]) => path === 'exact' ? `'{${v.join(',')}}'` : `'[${v.join(',')}]'`
-  const rows = ROWS.map(([id, v]) => `(${id}, 'tea', ${id}, ${id}, ${id * 10}, ${id % 2 === 0}, 'label ${id}', ${literal(v)})`)
-  return `create table notes (id integer primary key, title text not null, n integer, small smallint, r real, visible boolean not null,
-  label text, embedding ${path === 'exact' ? 'real[]' : 'vector(3)'});
+  const rows = ROWS.map(([id, v]) => `(${id}, 'tea', ${id}, ${id}, ${id * 10}, ${id % 2 === 0}, 'label ${id}', ${literal(v)}, 'tag ${id}', ${id})`)
+  // Domains: a NOT NULL one on a column no search filters, a checked one filtered.
+  return `create domain required_text as text not null;
+create domain positive as integer check (value > 0);
+create table notes (id integer primary key, title text not null, n integer, small smallint, r real, visible boolean not null,
+  label text, embedding ${path === 'exact' ? 'real[]' : 'vector(3)'}, tag required_text, pos positive);
 alter table notes enable row level security;
 create policy notes_read on notes for select using (true);
 insert into notes values ${rows.join(',\n  ')};
@@ -56,7 +59,7 @@ data:
     - name: notes
       table: notes
       select: [id]
-      filters: [n, small, r, visible, label]
+      filters: [n, small, r, visible, label, pos]
       fullText:
         language: simple
         columns: [title]
@@ -161,6 +164,16 @@ for (const path of ['exact', 'pgvector'] as const) describe(`search at the edges
       assert.deepEqual(hybrid.filter((hit: any) => hit.vectorRank !== null).map((hit: any) => hit.record.id).sort(), [1, 4], JSON.stringify(hybrid))
       for (const hit of [...vectorHits, ...hybrid]) assert.ok(hit.vectorDistance === null || Number.isFinite(hit.vectorDistance), JSON.stringify(hit))
     }
+  })
+
+  test('a table with a NOT NULL domain column is searched; a filter on a domain column compares through the domain', async (t) => {
+    if (!available) { t.skip(`this database has no ${path}`); return }
+    const ids = async (where: unknown) => (await find({ mode: 'hybrid', query: 'tea', vector: [1, 0, 0], model: 'm', where })).hits.map((hit: any) => hit.record.id)
+    assert.equal((await ids({})).length, ROWS.length)
+    assert.deepEqual(await ids({ pos: 4 }), [4])
+    assert.deepEqual(await ids({ pos: '7' }), [7])
+    const refused = await find({ mode: 'fullText', query: 'tea', where: { pos: -1 } })
+    assert.deepEqual({ error: refused.error, status: refused.status, field: refused.field }, { error: 'SEARCH_INPUT_INVALID', status: 400, field: 'where' }, JSON.stringify(refused))
   })
 
   test('a where value the filter column cannot hold fails SEARCH_INPUT_INVALID (400) on where; values it can hold still filter', async (t) => {
