@@ -207,6 +207,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (production && !smtpUrl) {
     throw new ConfigError('production mode needs SMTP_URL: sign-in links are sent by email and the development mailbox is off')
   }
+  // Without SMTP_URL every sign-in link is readable at {base_url}/_dev/mail: only where the
+  // base URL is this machine's, unless the operator says the network is private.
+  if (!production && !smtpUrl && !isLoopbackHost(baseUrl.hostname) && env.SERVICE_DEV_MAILBOX !== 'public') {
+    throw new ConfigError(`SMTP_URL is unset, so sign-in links would stay in the development mailbox, readable by anyone who reaches ${baseUrl.origin}/_dev/mail: `
+      + 'set SMTP_URL (and NODE_ENV=production for a public platform), or SERVICE_DEV_MAILBOX=public on a private network where that is acceptable')
+  }
   const logLevel = env.LOG_LEVEL ?? 'info'
   if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be debug, info, warn or error, got "${logLevel}"`)
@@ -367,4 +373,10 @@ function modelList(name: string, value: string | undefined): readonly string[] {
     }
   }
   return Object.freeze([...new Set(models)])
+}
+
+/** Whether `hostname` (a URL's) names this machine: localhost, *.localhost, 127.0.0.0/8 or ::1. */
+function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.toLowerCase()
+  return host === 'localhost' || host.endsWith('.localhost') || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
 }

@@ -5,10 +5,22 @@ import { ConfigError, loadConfig } from '../config.ts'
 
 describe('EMAIL_* and INBOUND_* settings', () => {
   test('by default addresses hang under the base domain, inbound SMTP is off and the limits are the documented ones', () => {
-    assert.deepEqual(loadConfig({ SERVICE_BASE_URL: 'https://Example.com' }).email, {
+    assert.deepEqual(loadConfig({ SERVICE_BASE_URL: 'https://Example.com', SMTP_URL: 'smtp://mail.example.com:587' }).email, {
       domain: 'example.com', maxRecipients: 50, maxMessageBytes: 512 * 1024, recipientsPerHour: 1000,
       inboundPort: null, inboundHost: '127.0.0.1', inboundMaxBytes: 10 * 1024 * 1024,
     })
+  })
+
+  test('without SMTP_URL a base URL that is not this machine\'s is refused (its /_dev/mail would serve sign-in links), unless SERVICE_DEV_MAILBOX=public', () => {
+    for (const base of ['https://platform.example.com', 'http://192.168.1.5:8787', 'http://10.0.0.1', 'http://localhost.example.com']) {
+      assert.throws(() => loadConfig({ SERVICE_BASE_URL: base }), (error: unknown) =>
+        error instanceof ConfigError && /SMTP_URL is unset/.test(error.message) && error.message.includes(`${new URL(base).origin}/_dev/mail`), base)
+    }
+    for (const base of ['http://localhost:8787', 'http://127.0.0.1:9000', 'http://app.localhost:8787']) {
+      assert.equal(loadConfig({ SERVICE_BASE_URL: base }).smtpUrl, null, base)
+    }
+    assert.equal(loadConfig({ SERVICE_BASE_URL: 'https://platform.example.com', SERVICE_DEV_MAILBOX: 'public' }).baseDomain, 'platform.example.com')
+    assert.equal(loadConfig({ SERVICE_BASE_URL: 'https://platform.example.com', SMTP_URL: 'smtps://mail.example.com' }).baseDomain, 'platform.example.com')
   })
 
   test('every setting is read', () => {
