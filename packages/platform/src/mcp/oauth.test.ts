@@ -170,6 +170,12 @@ describe(`MCP OAuth 2.1 (${backend})`, () => {
     assert.equal(diagnostics.code, 'TOOL_NOT_AVAILABLE')
     assert.equal((await failure(client, 'get_background_job', { appId: 'shop', jobId: '00000000-0000-4000-8000-000000000000' })).code, 'TOOL_NOT_AVAILABLE')
     assert.equal((await failure(client, 'create_app', { slug: 'sneaky' })).code, 'TOOL_NOT_AVAILABLE')
+    assert.equal((await failure(client, 'list_integration_event_deliveries', { appId: 'shop' })).code, 'TOOL_NOT_AVAILABLE')
+    const productionLogs = await failure(client, 'read_logs', { appId: 'shop' })
+    assert.deepEqual([productionLogs.code, productionLogs.details.field], ['TOOL_NOT_AVAILABLE', 'sessionId'])
+    // A development session's lines are the builder's own.
+    assert.equal((await ok(client, 'deploy_app', { appId: 'shop', sessionId: 'ada', files: bundle('shop') })).release.version, 1)
+    assert.ok(Array.isArray((await ok(client, 'read_logs', { appId: 'shop', sessionId: 'ada' })).logs))
     await client.close()
   })
 

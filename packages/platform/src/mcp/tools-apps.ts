@@ -14,6 +14,7 @@ import { listAppSecrets, setAppSecret } from '../secrets/index.ts'
 import { listAppCrons, triggerCronRun } from '../cron/index.ts'
 import { BUILDER, defineTool, FULL_ONLY, type ToolContext, type ToolDefinition } from './tool.ts'
 import { personOf, personOnApp, scopedAppId } from './scope.ts'
+import { surfaceOf } from './principal.ts'
 import { appId, bundleBody, bundleFiles, sessionId } from './fields.ts'
 
 /** The namespace a tool names: a development session, or production ('') without one. */
@@ -116,7 +117,7 @@ export const appTools: ToolDefinition[] = [
   defineTool({
     name: 'read_logs',
     description: 'Function log lines of the app (production, or a development session with sessionId), newest first, secret values ' +
-      'redacted. Filters: function, level (that level and above), from and to (ISO 8601 with zone), requestId; limit 1 to 1000 ' +
+      'redacted. An app-scoped token reads a development session\'s lines only (production\'s are diagnostics of the full surface). Filters: function, level (that level and above), from and to (ISO 8601 with zone), requestId; limit 1 to 1000 ' +
       '(default 100); cursor is a previous page\'s nextCursor (older lines); after is a previous answer\'s newestCursor (only newer ' +
       'lines, to follow the logs). Needs Edit on the app.',
     input: z.object({
@@ -133,6 +134,10 @@ export const appTools: ToolDefinition[] = [
     surfaces: BUILDER,
     readOnly: true,
     async run(context, input) {
+      if (input.sessionId === undefined && surfaceOf(context.principal) !== 'full') {
+        throw new ServiceError('TOOL_NOT_AVAILABLE', 'production logs are not on the focused builder surface of an app-scoped token: give sessionId for a development session\'s lines',
+          { details: { tool: 'read_logs', field: 'sessionId' } })
+      }
       const user = await personOnApp(context, input.appId)
       const { appId: id, sessionId: session, limit, ...rest } = input
       const filters = { ...rest, ...(limit === undefined ? {} : { limit: String(limit) }) }

@@ -10,7 +10,7 @@ import { checkDevName } from '../namespaces/dev-names.ts'
 import { listCustomIntegrations } from '../integrations/index.ts'
 import { listAppDeliveries } from '../integrations/events/index.ts'
 import { injectDevEvent, setDevMode, setDevTestConnection } from '../integrations/dev/index.ts'
-import { BUILDER, defineTool, type ToolContext, type ToolDefinition } from './tool.ts'
+import { BUILDER, defineTool, FULL_ONLY, type ToolContext, type ToolDefinition } from './tool.ts'
 import { personOnApp } from './scope.ts'
 import { appId } from './fields.ts'
 
@@ -48,7 +48,8 @@ export const integrationTools: ToolDefinition[] = [
       limit: z.number().int().min(1).max(100).optional(),
       nextCursor: z.string().max(500).optional(),
     }).strict(),
-    surfaces: BUILDER,
+    // Production diagnostics (spec 4.5): not on the focused builder surface.
+    surfaces: FULL_ONLY,
     readOnly: true,
     async run(context, input) {
       const user = await personOnApp(context, input.appId)
