@@ -49,3 +49,23 @@ export function lineAndColumn(textValue: string, offset: number): { line: number
   const lines = before.split('\n')
   return { line: lines.length, column: (lines.at(-1)?.length ?? 0) + 1 }
 }
+
+/** Driver codes of a connection lost, refused or timed out (postgres.js and Node's sockets). */
+const CONNECTION_FAILURES = new Set([
+  'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT',
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN',
+])
+
+/**
+ * Whether a database failure is temporary, so the same statement may succeed later: a
+ * statement timeout (57014), a serialization failure or deadlock (40001, 40P01), a connection
+ * exception (08), the server out of resources (53) or shutting down (57P), or the driver's
+ * connection lost or refused.
+ *
+ * @example
+ * if (isTransientDatabaseFailure(error)) throw new ServiceError('DATA_UNAVAILABLE', 'try again', { cause: error })
+ */
+export function isTransientDatabaseFailure(error: unknown): boolean {
+  const code = typeof error === 'object' && error !== null ? String((error as { code?: unknown }).code ?? '') : ''
+  return code === '57014' || code === '40001' || code === '40P01' || /^(08|53|57P)/.test(code) || CONNECTION_FAILURES.has(code)
+}

@@ -15,6 +15,7 @@
  * nothing renews it, however long the invocation still runs.
  */
 import { ident, type Db } from '../db/db.ts'
+import { isTransientDatabaseFailure } from '../db/errors.ts'
 import { runAsRole, type Namespace } from '../namespaces/namespaces.ts'
 import type { NamespaceSql, StatementParts } from '../namespaces/namespace-sql.ts'
 import type { Relation, Schema } from '../data-api/schema.ts'
@@ -162,9 +163,16 @@ function listLimit(limit: unknown): number {
   return limit
 }
 
-/** Database refusals a Function can act on become typed errors; anything else stays unknown. */
+/**
+ * Database refusals a Function can act on become typed errors, and temporary failures
+ * DATA_UNAVAILABLE (503, retryable: a queue job that does not catch it is attempted again
+ * rather than dead-lettered); anything else stays unknown.
+ */
 function databaseError(error: unknown): unknown {
   if (error instanceof ServiceError) return error
+  if (isTransientDatabaseFailure(error)) {
+    return new ServiceError('DATA_UNAVAILABLE', 'The database is unavailable for now (a timeout, a conflict with another transaction or a lost connection); try again', { cause: error })
+  }
   const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined
   const message = error instanceof Error ? error.message : String(error)
   switch (code) {

@@ -160,6 +160,7 @@ export const ERROR_CODES = {
   SEARCH_DIMENSION_MISMATCH: 400,
   SEARCH_RESULT_TOO_LARGE: 413,
   SEARCH_UNAVAILABLE: 503,
+  DATA_UNAVAILABLE: 503,
   // App email (spec 2.10 email, 6.4; our codes, docs/api.md): a send refused before it is
   // queued; delivery outcomes kept as a message's last error (EMAIL_DELIVERY_FAILED above
   // too); development injection into a release that receives no mail.

@@ -15,6 +15,7 @@
  * SEARCH_RESULT_TOO_LARGE (`result-size.ts`).
  */
 import { ident, literal, type Db, type Queryable } from '../db/db.ts'
+import { isTransientDatabaseFailure } from '../db/errors.ts'
 import { runAsRole, type Namespace } from '../namespaces/namespaces.ts'
 import type { NamespaceSql, StatementParts } from '../namespaces/namespace-sql.ts'
 import { ServiceError } from '../lib/errors.ts'
@@ -228,6 +229,7 @@ function searchDatabaseError(error: unknown, call: { search: string; where: Sear
     })
   }
   if (code === '42501') return new ServiceError('FORBIDDEN', `The database refused this search: ${error instanceof Error ? error.message : ''}`, { cause: error })
-  if (code === '57014' || code === '40001' || code === '40P01' || code === '42P01' || code === '42703' || /^(08|53|57P)/.test(code)) return unavailable(error)
+  // A table or column gone under the cached plans is temporary for a search too.
+  if (code === '42P01' || code === '42703' || isTransientDatabaseFailure(error)) return unavailable(error)
   return error
 }
