@@ -241,7 +241,8 @@ const ENVIRONMENT = `the platform: --url <url>, else SERVICE_URL, else the URL a
 environment: SERVICE_URL, SERVICE_TOKEN (owner API token; otherwise the one service login
              stored), SERVICE_CREDENTIALS_FILE (keep tokens in this file instead of the OS
              credential store), SERVICE_DATA_DIR (the platform's data directory with its url
-             and operator-key; default the nearest .service from here up), SERVICE_OPERATOR_KEY
+             and operator-key; default the nearest .service from here up), SERVICE_OPERATOR_KEY;
+             SERVICE_TOKEN and SERVICE_OPERATOR_KEY go to a .service/url only when it is loopback
 every command: --json (machine-readable output: docs/cli.md), --help
 exit codes:  0 ok, 1 failed (the platform refused, problems found), 2 usage error,
              3 not signed in or token refused, 4 platform unreachable, 130 stopped (Ctrl-C)`

@@ -26,7 +26,8 @@
  *
  * The platform is --url, else SERVICE_URL, else the URL a platform started in this directory
  * (or above it) recorded in .service/url (SERVICE_DATA_DIR), else http://localhost:8787
- * (platform-url.ts).
+ * (platform-url.ts). SERVICE_TOKEN and SERVICE_OPERATOR_KEY go to a .service/url only when
+ * it is loopback: one found from here up may have come with a cloned repository.
  */
 import { parseArgs } from 'node:util'
 import { createClient, type Client } from './client.ts'
@@ -53,7 +54,7 @@ import { devIntegrationsCommand } from './commands/dev-integrations.ts'
 import { openCredentialStore, type CredentialStore, type OpenKeyring } from './credentials.ts'
 import type { Io } from './io.ts'
 import { confirmOnTerminal } from './confirm.ts'
-import { platformUrl, unreachableHint } from './platform-url.ts'
+import { mayReceiveEnvCredentials, platformUrl, unreachableHint, type PlatformUrl } from './platform-url.ts'
 import { CliError, EXIT, toCliError, usageError, type ErrorContext } from './errors.ts'
 import { commandHelp, generalHelp, usageOf } from './help.ts'
 import { jsonIo, printError } from './output.ts'
@@ -156,7 +157,7 @@ export async function main(argv: string[], io: Io = processIo(), options: MainOp
   let code: number
   try {
     if ('error' in target) throw usageError(`service: ${target.error}`, 'service --help')
-    code = await run(cio, { values, positionals, command, sub, arg, arg2, baseUrl: target.url, openKeyring: options.openKeyring })
+    code = await run(cio, { values, positionals, command, sub, arg, arg2, target, openKeyring: options.openKeyring })
   } catch (error) {
     const failure = toCliError(error, context)
     const hint = failure.code === 'PLATFORM_UNREACHABLE' && !('error' in target) ? unreachableHint(target) : null
@@ -188,19 +189,34 @@ interface Invocation {
   readonly sub: string | undefined
   readonly arg: string | undefined
   readonly arg2: string | undefined
-  readonly baseUrl: string
+  readonly target: PlatformUrl
   readonly openKeyring: OpenKeyring | undefined
 }
 
+/**
+ * The usage error for a credential from the environment that would go to a URL the person
+ * did not name (a non-loopback .service/url): nothing is sent.
+ */
+function envCredentialRefused(name: 'SERVICE_TOKEN' | 'SERVICE_OPERATOR_KEY', target: PlatformUrl, command: string): CliError {
+  return usageError(
+    `service: ${name} is not sent to ${target.url}, the URL in ${target.source}: only a loopback URL there gets credentials`
+      + ' from the environment (a .service directory found from here up may have come with a cloned repository)',
+    usageOf(command),
+    'to use that platform, name it: set SERVICE_URL or pass --url')
+}
+
 async function run(io: Io, invocation: Invocation): Promise<number> {
-  const { values, positionals, command, sub, arg, arg2, baseUrl, openKeyring } = invocation
+  const { values, positionals, command, sub, arg, arg2, target, openKeyring } = invocation
+  const baseUrl = target.url
   let credentials: CredentialStore | undefined
   const store = async () => (credentials ??= await openCredentialStore({ env: io.env, ...(openKeyring ? { openKeyring } : {}) }))
   // The owner token: SERVICE_TOKEN, else the one `service login` stored (looked up only by
-  // commands that call the owner API).
+  // commands that call the owner API). SERVICE_TOKEN goes only to a URL the person named or a
+  // loopback one (platform-url.ts); a stored token is kept per origin.
   const needsToken = ['deploy', 'apps', 'releases', 'app', 'access', 'grants', 'integrations', 'connections', 'secrets', 'logs', 'functions', 'email', 'cron', 'dev', 'jobs'].includes(command) && !(command === 'app' && arg === 'request')
     && !(command === 'cron' && sub === 'next')
-  let token = io.env.SERVICE_TOKEN || undefined
+  let token = needsToken ? io.env.SERVICE_TOKEN || undefined : undefined
+  if (token && !mayReceiveEnvCredentials(target)) throw envCredentialRefused('SERVICE_TOKEN', target, command)
   if (!token && needsToken) {
     try {
       token = (await (await store()).get(baseUrl)) ?? undefined
@@ -284,6 +300,7 @@ async function run(io: Io, invocation: Invocation): Promise<number> {
       break
     case 'operator':
       if (sub === 'create-user') {
+        if (io.env.SERVICE_OPERATOR_KEY && !mayReceiveEnvCredentials(target)) throw envCredentialRefused('SERVICE_OPERATOR_KEY', target, command)
         return await createUserCommand(io, client, {
           email: values.email,
           company: values.company,

@@ -6,8 +6,13 @@
  * makes `./.service` where it starts; an app directory below it finds it as git finds
  * `.git`). The operator key is read from the same place, so `PORT=9000 npm start` and then
  * `npx service …` in that directory or below it agree.
+ *
+ * A `.service/url` found from the current directory up may have come with a cloned
+ * repository, so credentials from the environment (SERVICE_TOKEN, SERVICE_OPERATOR_KEY) go
+ * to it only when it is a loopback address (`mayReceiveEnvCredentials`).
  */
 import { existsSync, readFileSync, statSync } from 'node:fs'
+import { isIPv4 } from 'node:net'
 import { dirname, join, resolve } from 'node:path'
 
 export const DEFAULT_PLATFORM_URL = 'http://localhost:8787'
@@ -73,6 +78,22 @@ function checked(text: string, source: string): PlatformUrl | { error: string } 
     return { error: `the platform URL "${text}" (from ${source}) is not an http or https URL` }
   }
   return { url: text, source }
+}
+
+/**
+ * Whether SERVICE_TOKEN and SERVICE_OPERATOR_KEY may be sent to the URL: the person named it
+ * (--url, SERVICE_URL), it is the default, or it is loopback (127.0.0.0/8, ::1, localhost),
+ * where only a platform on this machine listens. Tokens `service login` stored are keyed by
+ * origin and need no such check.
+ *
+ * @example
+ *   mayReceiveEnvCredentials({ url: 'http://203.0.113.7:8787', source: '/repo/.service/url' }) // false
+ *   mayReceiveEnvCredentials({ url: 'http://127.0.0.1:9000', source: '/repo/.service/url' })   // true
+ */
+export function mayReceiveEnvCredentials(target: PlatformUrl): boolean {
+  if (target.source === '--url' || target.source === 'SERVICE_URL' || target.source === 'the default') return true
+  const host = new URL(target.url).hostname
+  return host === 'localhost' || host === '[::1]' || (isIPv4(host) && host.startsWith('127.'))
 }
 
 /** A line saying where an unreachable URL came from and how to point the CLI elsewhere (none for --url and SERVICE_URL). */
