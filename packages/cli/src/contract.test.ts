@@ -194,6 +194,11 @@ describe(`--json, errors, exit codes and help (${backend})`, () => {
     assert.equal(unauthenticated.code, 3)
     assert.equal(unauthenticated.error?.code, 'UNAUTHENTICATED')
     assert.match(unauthenticated.error?.next ?? '', /^service login/)
+    // An app access token where an owner token belongs is the same mistake: exit 3, same next step.
+    const appToken = await json(['apps', 'list'], { env: { ...env, SERVICE_TOKEN: `svc_app_${'x'.repeat(43)}` } })
+    assert.equal(appToken.code, 3)
+    assert.equal(appToken.error?.code, 'APP_TOKEN_NOT_ALLOWED')
+    assert.equal(appToken.error?.next, 'service login (or set SERVICE_TOKEN to an owner API token)')
 
     const closed = createServer()
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))

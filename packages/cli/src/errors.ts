@@ -14,7 +14,7 @@ export const EXIT = {
   failed: 1,
   /** The command line is wrong (unknown command, missing argument, bad flag); nothing was sent. */
   usage: 2,
-  /** No owner token, or the platform refused it (UNAUTHENTICATED). */
+  /** No owner token, or the platform refused it (UNAUTHENTICATED; APP_TOKEN_NOT_ALLOWED, an app token in its place). */
   unauthenticated: 3,
   /** The platform did not answer (PLATFORM_UNREACHABLE). */
   unreachable: 4,
@@ -63,7 +63,7 @@ export interface ErrorContext {
 export function nextCommand(code: string, context: ErrorContext): string | undefined {
   const app = context.app ?? '<app>'
   const dir = context.dir ?? '<dir>'
-  if (code === 'UNAUTHENTICATED') return 'service login (or set SERVICE_TOKEN to an owner API token)'
+  if (code === 'UNAUTHENTICATED' || code === 'APP_TOKEN_NOT_ALLOWED') return 'service login (or set SERVICE_TOKEN to an owner API token)'
   if (code === 'PLATFORM_UNREACHABLE') return 'npm start (in the platform\'s directory), or set SERVICE_URL to where it runs'
   if (code === 'APP_NOT_FOUND') return context.command === 'deploy' ? undefined : `service apps list (or create the app: service deploy ${dir})`
   if (code === 'DEV_NAMESPACE_NOT_FOUND') return `service deploy ${dir} --dev ${context.dev ?? '<name>'}`
@@ -84,12 +84,14 @@ export function nextCommand(code: string, context: ErrorContext): string | undef
 
 /**
  * Any throwable as a CliError, once (platform errors keep their code; exit 3 for
- * UNAUTHENTICATED, 4 for an unreachable platform). Anything else is a bug: rethrown.
+ * UNAUTHENTICATED and for APP_TOKEN_NOT_ALLOWED, an app access token where an owner token
+ * belongs, which the same step fixes; 4 for an unreachable platform). Anything else is a
+ * bug: rethrown.
  */
 export function toCliError(error: unknown, context: ErrorContext): CliError {
   if (error instanceof CliError) return error
   if (error instanceof ApiError) {
-    const exitCode = error.code === 'UNAUTHENTICATED' ? EXIT.unauthenticated
+    const exitCode = error.code === 'UNAUTHENTICATED' || error.code === 'APP_TOKEN_NOT_ALLOWED' ? EXIT.unauthenticated
       : error.code === 'PLATFORM_UNREACHABLE' ? EXIT.unreachable
         : EXIT.failed
     return new CliError(error.code, error.message, { exitCode, details: error.details, next: nextCommand(error.code, context), cause: error })
