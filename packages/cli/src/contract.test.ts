@@ -178,6 +178,9 @@ describe(`--json, errors, exit codes and help (${backend})`, () => {
       code: 'REQUEST_EXPIRED', message: 'the request was not approved in time', next: 'service app access-token request shapes',
     })
     h.clock.advance(-16 * 60 * 1000)
+    const documented = /request: (\{[^}]*\}) first/.exec(COMMAND_HELP.app!.json)?.[1] ?? ''
+    assert.deepEqual([...documented.matchAll(/"(\w+)"/g)].map((m) => m[1]).sort(), ['approveUrl', 'expiresAt'],
+      'the help documents the first line request prints')
   })
 
   test('errors are one JSON line with the documented exit code and the next command', async () => {
@@ -250,9 +253,12 @@ describe(`--json, errors, exit codes and help (${backend})`, () => {
     assert.match(none.err[0]!, /^usage: service <command>/)
   })
 
-  test('docs/cli.md documents every command\'s usage and each exit code', () => {
+  test('docs/cli.md documents every command\'s usage, --json shape and each exit code', () => {
     const doc = readFileSync(new URL('../../../docs/cli.md', import.meta.url), 'utf8')
     for (const help of Object.values(COMMAND_HELP)) for (const line of help.usage) assert.ok(doc.includes(line), line)
+    // The commands section is generated from help.ts (newlines become spaces), so the shapes agree.
+    const flat = (text: string) => text.replace(/\s+/g, ' ')
+    for (const [name, help] of Object.entries(COMMAND_HELP)) assert.ok(flat(doc).includes(`\`--json\` prints: ${flat(help.json)}`), `${name}: --json shape`)
     for (const code of [0, 1, 2, 3, 4, 130]) assert.match(doc, new RegExp(`^\\| ${code} \\|`, 'm'), String(code))
   })
 })

@@ -82,7 +82,7 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
       + 'one-time link that shows it to the owner in the browser (15 minutes); request, for an agent without owner\n'
       + 'credentials, prints a link for the owner to approve and waits.',
     json: 'list: {"tokens": [{"id", "name", "createdAt", "lastUsedAt"}]}; create: {"token": {...}, "revealUrl"};\n'
-      + 'revoke: {"revoked": tokenId}; request: {"approveUrl"} first (a line), then {"status": "approved", "tokenId"}',
+      + 'revoke: {"revoked": tokenId}; request: {"approveUrl", "expiresAt"} first (a line), then {"status": "approved", "tokenId"}',
   },
   access: {
     summary: 'who holds which role on an app (Use, Edit, Administer); a provider app\'s audiences',
