@@ -253,6 +253,19 @@ describe(`--json, errors, exit codes and help (${backend})`, () => {
     assert.match(none.err[0]!, /^usage: service <command>/)
   })
 
+  test('service --version and -V print the CLI\'s version and the public CLI version whose commands it has', async () => {
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+    for (const flag of ['--version', '-V']) {
+      const c = capture(env)
+      assert.equal(await main([flag], c.io), 0, c.err.join('\n'))
+      assert.deepEqual(c.out, [`service ${version} (commands of public CLI v3.10.3)`])
+      assert.deepEqual(c.err, [])
+    }
+    const asJson = await json(['--version'])
+    assert.equal(asJson.code, 0)
+    assert.deepEqual(asJson.result, { version, publicCliVersion: '3.10.3' })
+  })
+
   test('docs/cli.md documents every command\'s usage, --json shape and each exit code', () => {
     const doc = readFileSync(new URL('../../../docs/cli.md', import.meta.url), 'utf8')
     for (const help of Object.values(COMMAND_HELP)) for (const line of help.usage) assert.ok(doc.includes(line), line)

@@ -2,7 +2,23 @@
  * The CLI's help: one entry per command, printed by `service <command> --help` (and
  * `service help <command>`), summarised by `service --help`. docs/cli.md repeats these
  * usages with the exit codes and `--json` shapes; a test keeps the two in step.
+ * `service --version` prints `version()`.
  */
+import { readFileSync } from 'node:fs'
+
+/** The public CLI release whose commands this CLI has (spec 4.5 and 9: the app access-token commands). */
+export const PUBLIC_CLI_VERSION = '3.10.3'
+
+/**
+ * `service --version`: this package's version and the public CLI version it matches.
+ *
+ * @example
+ *   version() // { version: '0.1.0', publicCliVersion: '3.10.3', line: 'service 0.1.0 (commands of public CLI v3.10.3)' }
+ */
+export function version(): { version: string; publicCliVersion: string; line: string } {
+  const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+  return { version, publicCliVersion: PUBLIC_CLI_VERSION, line: `service ${version} (commands of public CLI v${PUBLIC_CLI_VERSION})` }
+}
 
 export interface CommandHelp {
   /** One line for `service --help`. */
@@ -243,7 +259,7 @@ environment: SERVICE_URL, SERVICE_TOKEN (owner API token; otherwise the one serv
              credential store), SERVICE_DATA_DIR (the platform's data directory with its url
              and operator-key; default the nearest .service from here up), SERVICE_OPERATOR_KEY;
              SERVICE_TOKEN and SERVICE_OPERATOR_KEY go to a .service/url only when it is loopback
-every command: --json (machine-readable output: docs/cli.md), --help
+every command: --json (machine-readable output: docs/cli.md), --help; service --version (-V)
 exit codes:  0 ok, 1 failed (the platform refused, problems found), 2 usage error,
              3 not signed in or token refused, 4 platform unreachable, 130 stopped (Ctrl-C)`
 

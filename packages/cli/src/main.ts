@@ -23,6 +23,7 @@
  *   service email inject --dev <name> [--app <app>] [--from <address>] [--to <address>] [--subject <text>] [--text <text>] [--html <html>] [--attach <path>]... | --raw <file.eml>
  *   service dev <dir> --dev <name>
  *   service dev delete <name> [--app <app>] [--yes]
+ *   service --version
  *
  * The platform is --url, else SERVICE_URL, else the URL a platform started in this directory
  * (or above it) recorded in .service/url (SERVICE_DATA_DIR), else http://localhost:8787
@@ -56,8 +57,8 @@ import type { Io } from './io.ts'
 import { confirmOnTerminal } from './confirm.ts'
 import { mayReceiveEnvCredentials, platformUrl, unreachableHint, type PlatformUrl } from './platform-url.ts'
 import { CliError, EXIT, toCliError, usageError, type ErrorContext } from './errors.ts'
-import { commandHelp, generalHelp, usageOf } from './help.ts'
-import { jsonIo, printError } from './output.ts'
+import { commandHelp, generalHelp, usageOf, version } from './help.ts'
+import { jsonIo, printError, printResult } from './output.ts'
 
 /** Every flag of every command (a flag a command does not read is ignored by it). */
 const OPTIONS = {
@@ -95,6 +96,7 @@ const OPTIONS = {
   follow: { type: 'boolean', short: 'f' },
   yes: { type: 'boolean', short: 'y' },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'V' },
 } as const
 
 /** The process's own Io; questions are asked only when stdin is a terminal. */
@@ -140,6 +142,11 @@ export async function main(argv: string[], io: Io = processIo(), options: MainOp
   const { values, positionals } = parsed
   const json = values.json ?? false
   const [command, sub, arg, arg2] = positionals
+  if (values.version) {
+    const { line, ...document } = version()
+    printResult(json ? jsonIo(io) : io, document, () => io.out(line))
+    return EXIT.ok
+  }
   if (command === 'help' || values.help) {
     const name = command === 'help' ? sub : command
     io.out(name === undefined ? generalHelp() : (commandHelp(name) ?? generalHelp()))
