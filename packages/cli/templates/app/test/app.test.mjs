@@ -48,6 +48,7 @@ test('addNote refuses an empty note and a caller who is not signed in', () => {
   assert.equal(empty.code, 1)
   assert.equal(empty.error.code, 'TEXT_INVALID')
   const anonymous = service('functions', 'invoke', 'addNote', '--dev', DEV, '--as', 'anonymous', '--input', JSON.stringify({ text: 'hi' }))
+  // access: user: the platform refuses an anonymous caller before the Function runs.
   assert.equal(anonymous.code, 1)
-  assert.equal(anonymous.error.code, 'SIGN_IN_REQUIRED')
+  assert.equal(anonymous.error.code, 'AUTH_REQUIRED')
 })
