@@ -11,17 +11,14 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { bundle, manifest, startHarness, type Harness } from '../../test/harness.ts'
 import { backend, createTestDb } from '../../test/test-db.ts'
+import { NAPPING } from '../../test/napping.ts'
 import { findAppBySlug } from '../apps/apps.ts'
 import { findNamespace } from '../namespaces/namespaces.ts'
 
 const SLUG = 'slowsearch'
 
 /** Far longer than the timeout: were the statement not cancelled, the search would answer 30 s later. */
-const MIGRATION = `create table naps (seconds integer not null);
-insert into naps values (30);
-create function napping() returns boolean language sql volatile security definer as $$
-  select pg_catalog.pg_sleep(coalesce((select sum(seconds) from naps), 0)); select true
-$$;
+const MIGRATION = `${NAPPING}
 create table notes (id integer primary key, title text not null);
 alter table notes enable row level security;
 create policy notes_read on notes for select using (napping());
