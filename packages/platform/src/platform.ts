@@ -335,6 +335,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     admit: async (request, env) => http.fetch(request, env),
     recheck: async (request) => recheckApp.fetch(request),
     appChangedChannel: APP_CHANGED,
+    relayKey: deriveKey(deps.masterKey, 'realtime-relay'),
     ...realtimeOptions,
   })
   return {

@@ -13,6 +13,9 @@ import { startHarness, type Harness } from '../../test/harness.ts'
 import { deployDataApp, expectJson, rest, signIn, type SignedIn } from '../../test/data-fixture.ts'
 import { REALTIME_CLOSE_CODES as CLOSE } from './index.ts'
 import { connect, serveRealtime, type Served, type TestClient } from './test-realtime.ts'
+import { RELAY_CHANNEL } from './relay.ts'
+import { findAppBySlug } from '../apps/apps.ts'
+import { findNamespace, runAsRole } from '../namespaces/namespaces.ts'
 
 const SLUG = 'live-room'
 const SQL = `
@@ -65,6 +68,21 @@ describe(`realtime channels (${backend})`, () => {
 
     a.send({ type: 'broadcast', ref: 'b2', channel: 'elsewhere', event: 'x' })
     assert.equal((await a.next((f) => f.ref === 'b2')).code, 'REALTIME_NOT_JOINED')
+  })
+
+  test('app SQL cannot forge a broadcast: a notice it sends on the relay channel reaches no socket', async () => {
+    const app = (await findAppBySlug(h.t.db, SLUG))!
+    const namespace = (await findNamespace(h.t.db, app.id))!
+    const [a, b] = [await client(), await client({ token: ann.accessToken })]
+    assert.equal((await a.join('room')).type, 'joined')
+    assert.equal((await b.join('room', { private: true })).type, 'joined')
+    // NOTIFY needs no privilege: any app's SQL, as its user role, can send on the channel.
+    for (const visibility of ['public', 'private']) {
+      const forged = JSON.stringify({ p: 'x', kind: 'broadcast', appId: app.id, topic: `${app.id}:${visibility}:room`, channel: 'room', event: 'msg', payload: { from: 'admin' } })
+      await runAsRole(h.t.db, { namespace, role: 'user' }, "select to_jsonb(pg_catalog.pg_notify($1->>0, $1->>1)::text)", { params: [RELAY_CHANNEL, forged] })
+    }
+    await a.none((f) => f.type === 'broadcast', 500)
+    await b.none((f) => f.type === 'broadcast', 100)
   })
 
   test('a private channel is apart from the public channel of the same name', async () => {

@@ -68,6 +68,8 @@ export interface RealtimeDeps {
   recheck(request: Request): Promise<Response>
   /** The NOTIFY channel of app changes (APP_CHANGED): sockets are re-checked when it speaks. */
   appChangedChannel: string
+  /** Signs and verifies the relay's notices between processes (relay.ts); derived from the master key. */
+  relayKey: Uint8Array
   /** Change feed tuning (tests: no poll, a short retention). */
   feed?: Partial<ChangeFeedOptions>
   /** Keep-alive ping interval of the sockets. Default 30 s. */
@@ -224,7 +226,7 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
 
   /** Delivers here and tells the other processes; false when the notice is too large to relay. */
   async function relay(notice: RelayNotice, except: Connection | null): Promise<boolean> {
-    const text = encodeNotice(processId, notice)
+    const text = encodeNotice(deps.relayKey, processId, notice)
     if (text === null) return false
     if (notice.kind === 'broadcast') {
       fanOut(notice.topic, JSON.stringify({ type: 'broadcast', channel: notice.channel, event: notice.event, payload: notice.payload }), except)
@@ -473,7 +475,7 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
       started = true
       await changes.start()
       unlisten.push(await db.listen(RELAY_CHANNEL, (text) => {
-        const notice = decodeNotice(processId, text)
+        const notice = decodeNotice(deps.relayKey, processId, text)
         if (notice) deliverNotice(notice)
       }))
       unlisten.push(await db.listen(deps.appChangedChannel, () => authority.appChanged()))
@@ -520,7 +522,7 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
       // The other processes' sockets are told these presences left.
       await deletePresence(db, leaving.map((notice) => (notice as { ref: string }).ref)).catch(() => {})
       for (const notice of leaving) {
-        const text = encodeNotice(processId, notice)
+        const text = encodeNotice(deps.relayKey, processId, notice)
         if (text !== null) await sendNotice(db, text).catch(() => {})
       }
       await Promise.all(unlisten.splice(0).map((stop) => stop().catch(() => {})))
