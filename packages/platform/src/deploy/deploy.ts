@@ -5,6 +5,7 @@
  * the previous release stays active and serving, and no half-applied migration remains.
  */
 import type { Db, Queryable } from '../db/db.ts'
+import { lockPlatform } from '../db/platform-lock.ts'
 import { databaseError, lineAndColumn } from '../db/errors.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { Logger } from '../lib/logger.ts'
@@ -240,7 +241,7 @@ async function activateBundle(
   const warnings = await deployWarnings(deps, { app: input.app, devName, manifest, manifestText: bundle.manifestText, warnings: checked.warnings })
   const result = await deps.db.transaction(async (tx) => {
     // One deploy per app at a time; others wait here.
-    await tx.query('select pg_advisory_xact_lock(hashtext($1))', [`deploy:${input.app.id}`])
+    await lockPlatform(tx, `deploy:${input.app.id}`)
     let namespace = await findNamespace(tx, input.app.id, environment, devName)
     if (namespace === null) {
       if (devName !== '') await checkDevNamespaceLimit(tx, input.app.id, devName)

@@ -4,6 +4,7 @@
  * jobs and cron rows, in one transaction. The production namespace is never touched.
  */
 import type { Db } from '../db/db.ts'
+import { lockPlatform } from '../db/platform-lock.ts'
 import { ServiceError } from '../lib/errors.ts'
 import { announceChange, dropLocal } from '../db/notified-cache.ts'
 import { SECRET_CHANGED } from '../secrets/index.ts'
@@ -21,7 +22,7 @@ export async function deleteDevNamespace(db: Db, target: { appId: string; devNam
   if (devName === '') throw new ServiceError('VALIDATION_FAILED', 'the production namespace cannot be deleted this way', { details: { field: 'devName' } })
   await db.transaction(async (tx) => {
     // Serialised with deploys of the app, so no deploy recreates half of it meanwhile.
-    await tx.query('select pg_advisory_xact_lock(hashtext($1))', [`deploy:${appId}`])
+    await lockPlatform(tx, `deploy:${appId}`)
     const namespace = await findNamespace(tx, appId, 'development', devName)
     // Namespace first: its migrations rows (cascade) point at its releases.
     if (namespace !== null) await dropNamespace(tx, namespace)

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { createTestDb, type TestDb, backend } from '../../test/test-db.ts'
 import { createNamespace, refreshNamespaceWrappers, runAsRole, type Namespace } from './namespaces.ts'
+import { lockPlatform } from '../db/platform-lock.ts'
+import { sequenceChanges } from '../realtime/change-log.ts'
 
 describe(`app namespaces isolate apps from each other and the platform (${backend})`, () => {
   let t: TestDb
@@ -43,6 +45,40 @@ describe(`app namespaces isolate apps from each other and the platform (${backen
       (value) => ({ ok: true as const, value }),
       (error: Error) => ({ ok: false as const, message: error.message }),
     )
+
+  test('app SQL holding the advisory keys the platform once used blocks no platform work (namespace creation, wrappers, deploys, secrets)', { skip: backend !== 'postgres' && 'PostgreSQL only: PGlite runs one statement at a time' }, async () => {
+    const keys = ['namespace-create', 'namespace-wrappers', `deploy:${a.appId}`, `secrets:${a.appId}:`, 'platform-realtime-sequence']
+    // An app's RPC function would do this: take every key, then sleep for as long as a statement may.
+    const holding = attempt(a, 'user', `select to_jsonb(pg_sleep(60)::text) from (select count(pg_advisory_xact_lock(hashtext(k))) from unnest(array[${keys.map((k) => `'${k}'`).join(', ')}]) k) l`)
+    const [{ pid }] = (await eventuallyHolding(keys.length, holding)) as [{ pid: number }]
+    try {
+      const [app] = await t.db.query<{ id: string }>(
+        `insert into platform.apps (organisation_id, owner_id, slug, name, visibility)
+         select organisation_id, owner_id, 'app-c', 'app-c', 'private' from platform.apps where id = $1 returning id`, [a.appId])
+      await t.db.transaction((tx) => createNamespace(tx, { appId: app!.id, slug: 'app-c' }))
+      await refreshNamespaceWrappers(t.db)
+      await t.db.transaction(async (tx) => {
+        for (const name of [`deploy:${a.appId}`, `secrets:${a.appId}:`]) await lockPlatform(tx, name)
+      })
+      await sequenceChanges(t.db)
+      const [still] = await t.db.query<{ n: number }>(`select count(*)::int as n from pg_locks where locktype = 'advisory' and granted and pid = $1`, [pid])
+      assert.equal(still!.n, keys.length, 'all of it finished while the app statement still held the keys')
+    } finally {
+      await t.db.query('select pg_cancel_backend($1)', [pid])
+      await holding
+    }
+  })
+
+  /** The backend holding `count` advisory locks, once it holds them (`statement` is the one meant to). */
+  async function eventuallyHolding(count: number, statement: Promise<unknown>): Promise<{ pid: number }[]> {
+    for (let i = 0; i < 200; i++) {
+      const rows = await t.db.query<{ pid: number }>(
+        `select pid from pg_locks where locktype = 'advisory' and granted group by pid having count(*) >= $1`, [count])
+      if (rows.length > 0) return rows
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    throw new Error(`the app statement never took the keys: ${JSON.stringify(await Promise.race([statement, 'still running']))}`)
+  }
 
   test("an app's owner role cannot read another app's tables", async () => {
     const result = await attempt(a, 'owner', `select to_jsonb(body) from ${b.schemaName}.notes`)

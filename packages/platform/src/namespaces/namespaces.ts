@@ -7,6 +7,7 @@
  * reach another namespace or touch the platform schema.
  */
 import { ident, type Db, type Queryable } from '../db/db.ts'
+import { lockPlatform } from '../db/platform-lock.ts'
 import { randomHex } from '../lib/crypto.ts'
 
 export type NamespaceRole = 'owner' | 'user' | 'system'
@@ -131,7 +132,7 @@ export async function createNamespace(
   const namespace = fromRow(row!)
   // GRANTs on the shared schemas auth and extensions rewrite their ACL row: on PostgreSQL two
   // first deploys at once failed "tuple concurrently updated". Namespace creation is serial.
-  await tx.query('select pg_advisory_xact_lock(hashtext($1))', ['namespace-create'])
+  await lockPlatform(tx, 'namespace-create')
   const [owner, user, system] = NAMESPACE_ROLES.map((role) => ident(roleName(namespace, role)))
   const schema = ident(namespace.schemaName)
   await tx.exec(`
@@ -158,7 +159,7 @@ ${NAMESPACE_ROLES.map((role) => wrapperSql(namespace, role)).join('\n')}
  */
 export async function refreshNamespaceWrappers(db: Db): Promise<number> {
   return db.transaction(async (tx) => {
-    await tx.query('select pg_advisory_xact_lock(hashtext($1))', ['namespace-wrappers'])
+    await lockPlatform(tx, 'namespace-wrappers')
     const rows = await tx.query<NamespaceRow>(
       `select n.id, n.app_id, n.environment, n.dev_name, n.schema_name, n.role_prefix
          from platform.namespaces n

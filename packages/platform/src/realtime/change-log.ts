@@ -12,9 +12,6 @@ export const RAW_CHANNEL = 'platform_realtime_raw'
 /** The sequencer's notice (payload the last position given): changes to read. */
 export const POSITION_CHANNEL = 'platform_realtime'
 
-/** Names the sequencer's advisory lock. */
-const SEQUENCE_LOCK = 'platform-realtime-sequence'
-
 export interface LoggedChange {
   position: number
   schema: string
@@ -47,15 +44,18 @@ function fromRow(row: ChangeRow): LoggedChange {
 /**
  * Gives committed changes without a position the next positions, oldest first, at most
  * `limit` a run (the rest on the next run: a notice or the feed's poll), and announces the
- * last on POSITION_CHANNEL. One sequencer at a time across processes: the lock is taken by a
- * statement of its own, before the numbering statement's snapshot, so nothing committed
- * before a run's positions is left for a later run to number lower. One round trip: a
- * script (each statement of it takes its own snapshot, READ COMMITTED).
+ * last on POSITION_CHANNEL. One sequencer at a time across processes: the lock (the row of
+ * platform.realtime_state, which no app role can reach, where an advisory key app SQL could
+ * hold) is taken by a statement of its own, before the numbering statement's snapshot, so
+ * nothing committed before a run's positions is left for a later run to number lower. The two
+ * statements go as one script in one transaction (each takes its own snapshot, READ COMMITTED).
  */
 export async function sequenceChanges(db: Db, limit = 10_000): Promise<void> {
   if (!Number.isSafeInteger(limit) || limit < 1) throw new Error('limit must be a positive whole number')
-  await db.exec(`begin;
-select pg_advisory_xact_lock(hashtext('${SEQUENCE_LOCK}'));
+  // In a driver transaction: a script's own `begin` on a pooled connection is refused by
+  // postgres.js (UNSAFE_TRANSACTION, after the server has run it all) and was logged as a
+  // failure on every run.
+  await db.transaction((tx) => tx.exec(`select 1 from platform.realtime_state for update;
 with pending as materialized (
   select id, row_number() over (order by id) as n from platform.realtime_changes
    where position is null order by id limit ${limit}),
@@ -66,8 +66,7 @@ head as (
 numbered as (
   update platform.realtime_changes c set position = head.base + pending.n
     from pending, head where c.id = pending.id returning c.position)
-select pg_notify('${POSITION_CHANNEL}', (select last_position from head)::text) where exists (select from numbered);
-commit;`)
+select pg_notify('${POSITION_CHANNEL}', (select last_position from head)::text) where exists (select from numbered);`))
 }
 
 /** The last position given, and the last purged (a resume from before it has lost changes). */

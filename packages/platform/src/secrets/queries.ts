@@ -1,5 +1,6 @@
 /** The SQL of app secrets, one function per statement (platform.app_secrets). */
 import type { Queryable } from '../db/db.ts'
+import { lockPlatform } from '../db/platform-lock.ts'
 import type { SecretScope } from './scope.ts'
 
 export interface SecretRow extends Record<string, unknown> {
@@ -10,7 +11,7 @@ export interface SecretRow extends Record<string, unknown> {
 
 /** Serialises writes to one namespace's secrets until the transaction ends. */
 export async function lockScope(tx: Queryable, scope: SecretScope): Promise<void> {
-  await tx.query('select pg_advisory_xact_lock(hashtext($1))', [`secrets:${scope.appId}:${scope.devName}`])
+  await lockPlatform(tx, `secrets:${scope.appId}:${scope.devName}`)
 }
 
 /** Inserts or replaces one value; true when the name was new. */
