@@ -160,11 +160,16 @@ export function createPushWorker(deps: PushWorkerDeps): PushWorker {
         return
       }
       const target: PushTarget = { endpoint: delivery.endpoint, p256dh: delivery.p256dh, auth: delivery.auth }
-      const refused = await checkEndpointAddresses(new URL(target.endpoint), deps.policy).catch((error: unknown) => {
-        // A name that does not resolve now may resolve later: the POST below fails and is retried.
-        logger.debug('push: an endpoint name did not resolve', { error: coerceError(error).message })
-        return null
-      })
+      let refused: string | null
+      try {
+        refused = await checkEndpointAddresses(new URL(target.endpoint), deps.policy)
+      } catch (error) {
+        // Unchecked, nothing is sent (the POST's own look-up could answer a private address):
+        // a name that does not resolve now may resolve later, so the attempt is retried.
+        const message = `the push service's name did not resolve: ${coerceError(error).message}`
+        await fail(delivery, boundedError({ code: 'PUSH_SERVICE_UNAVAILABLE', message }), retryAt(delivery.attempts))
+        return
+      }
       if (refused !== null) {
         await deleteSubscriptionById(db, delivery.subscription_id)
         await fail(delivery, boundedError({ code: 'PUSH_ENDPOINT_REFUSED', message: `${refused}; the subscription is removed` }), null)
