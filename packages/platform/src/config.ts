@@ -75,6 +75,11 @@ export interface RealtimeSettings {
   readonly resumeSeconds: number
   /** REALTIME_MAX_CONNECTIONS: sockets one process holds; handshakes beyond are refused with 503 (default 10000). */
   readonly maxConnections: number
+  /**
+   * REALTIME_MAX_CONNECTIONS_PER_CLIENT: sockets one client address holds on one process;
+   * handshakes beyond are refused with 429 (default 1000), so one client cannot take them all.
+   */
+  readonly maxConnectionsPerClient: number
 }
 
 /** Web push (`ctx.notifications`, the browser SDK's `service.notifications`). */
@@ -266,6 +271,7 @@ function realtimeSettings(env: Record<string, string | undefined>): RealtimeSett
     revalidateSeconds: positive('REALTIME_REVALIDATE_SECONDS', env.REALTIME_REVALIDATE_SECONDS, 30),
     resumeSeconds: positive('REALTIME_RESUME_SECONDS', env.REALTIME_RESUME_SECONDS, 300),
     maxConnections: positive('REALTIME_MAX_CONNECTIONS', env.REALTIME_MAX_CONNECTIONS, 10_000),
+    maxConnectionsPerClient: positive('REALTIME_MAX_CONNECTIONS_PER_CLIENT', env.REALTIME_MAX_CONNECTIONS_PER_CLIENT, 1000),
   })
 }
 

@@ -336,6 +336,7 @@ export function createPlatform(deps: PlatformDeps): Platform {
     recheck: async (request) => recheckApp.fetch(request),
     appChangedChannel: APP_CHANGED,
     relayKey: deriveKey(deps.masterKey, 'realtime-relay'),
+    trustProxy,
     ...realtimeOptions,
   })
   return {

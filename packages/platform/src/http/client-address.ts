@@ -13,12 +13,20 @@ import type { Clock } from '../lib/clock.ts'
 import { createRateLimiter, rateLimited, type RateRule } from '../db/rate-limit.ts'
 
 export function clientAddress(c: Context, trustProxy = false): string {
+  return addressOf(c.req.raw.headers, () => getConnInfo(c).remote.address, trustProxy)
+}
+
+/**
+ * The same for a request outside Hono (a WebSocket handshake): its headers and a reader of the
+ * socket's peer address.
+ */
+export function addressOf(headers: Headers, peer: () => string | undefined, trustProxy = false): string {
   if (trustProxy) {
-    const forwarded = c.req.header('x-forwarded-for')?.split(',').at(-1)?.trim()
+    const forwarded = headers.get('x-forwarded-for')?.split(',').at(-1)?.trim()
     if (forwarded) return forwarded
   }
   try {
-    return getConnInfo(c).remote.address ?? 'unknown'
+    return peer() ?? 'unknown'
   } catch {
     return 'unknown'
   }

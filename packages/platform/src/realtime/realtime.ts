@@ -27,6 +27,7 @@ import { createNodeUpgrade, REALTIME_PATH, type SocketEvents } from './node-upgr
 import { channelPresence, deletePresence, refreshPresence, sweepPresence, upsertPresence } from './presence-queries.ts'
 import { CLOSE, parseClientMessage, ProtocolError, type ClientMessage } from './protocol.ts'
 import { decodeNotice, encodeNotice, RELAY_CHANNEL, sendNotice, type RelayNotice } from './relay.ts'
+import { addressOf } from '../http/client-address.ts'
 import { createRealtimeTables, type RealtimeTables } from './tables.ts'
 
 /** config.ts's defaults, for callers (tests) that give none. */
@@ -39,6 +40,7 @@ export const DEFAULT_REALTIME_SETTINGS: RealtimeSettings = Object.freeze({
   revalidateSeconds: 30,
   resumeSeconds: 300,
   maxConnections: 10_000,
+  maxConnectionsPerClient: 1000,
 })
 
 /** Channels one socket may join at once. */
@@ -70,6 +72,8 @@ export interface RealtimeDeps {
   appChangedChannel: string
   /** Signs and verifies the relay's notices between processes (relay.ts); derived from the master key. */
   relayKey: Uint8Array
+  /** SERVICE_TRUST_PROXY: a handshake's client address is the last X-Forwarded-For entry (http/client-address.ts). */
+  trustProxy?: boolean
   /** Change feed tuning (tests: no poll, a short retention). */
   feed?: Partial<ChangeFeedOptions>
   /** Keep-alive ping interval of the sockets. Default 30 s. */
@@ -119,6 +123,8 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
   const processId = randomUUID()
   const pendings = new WeakMap<Request, Pending>()
   const connections = new Set<Connection>()
+  /** Sockets held per client address (REALTIME_MAX_CONNECTIONS_PER_CLIENT). */
+  const perClient = new Map<string, number>()
   /** Sockets in each topic (`<app>:<public|private>:<channel>`), with their channel. */
   const topics = new Map<string, Map<Connection, JoinedChannel>>()
   const namespaces = new Map<string, Namespace>()
@@ -371,17 +377,21 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
     }
   }
 
-  function accept(admission: Admission, credential: Credential) {
+  function accept(admission: Admission, credential: Credential, client: string) {
     return (socket: Parameters<typeof createConnection>[0]['socket']): SocketEvents => {
       const connection = createConnection({
         socket, admission, credential,
         limits: { maxBufferedBytes: settings.maxBufferedBytes, slowGraceMs: deps.slowGraceMs ?? 2000, messagesPerSecond: settings.messagesPerSecond, maxChannels: MAX_CHANNELS },
       })
       connections.add(connection)
+      perClient.set(client, (perClient.get(client) ?? 0) + 1)
       authority.watch(connection)
       let refusedAt = 0
       connection.onClosed(() => {
         connections.delete(connection)
+        const held = (perClient.get(client) ?? 1) - 1
+        if (held > 0) perClient.set(client, held)
+        else perClient.delete(client)
         if (connection.stats.closedSlow) closedSlow++
         const channels = [...connection.channels.values()]
         for (const channel of channels) {
@@ -435,6 +445,12 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
       if (connections.size >= settings.maxConnections) {
         return Response.json({ error: { code: 'REALTIME_UNAVAILABLE', message: 'this process holds as many realtime sockets as it may; try again' } }, { status: 503 })
       }
+      // One client must not take the process's sockets from every other app's clients.
+      const client = addressOf(request.headers, () => (env as { incoming?: IncomingMessage }).incoming?.socket.remoteAddress, deps.trustProxy ?? false)
+      if ((perClient.get(client) ?? 0) >= settings.maxConnectionsPerClient) {
+        return Response.json({ error: { code: 'RATE_LIMITED', message: `this client holds ${settings.maxConnectionsPerClient} realtime sockets, as many as one may; close some first` } },
+          { status: 429 })
+      }
       const pending: Pending = { admitted: null }
       pendings.set(request, pending)
       const response = await deps.admit(request, env)
@@ -445,7 +461,7 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
         if (value !== null) headers[name] = value
       }
       const credential: Credential = { url: request.url, headers, expiresAt: tokenExpiry(request.headers.get('authorization')) }
-      return { accept: accept(pending.admitted, credential) }
+      return { accept: accept(pending.admitted, credential, client) }
     },
   })
 

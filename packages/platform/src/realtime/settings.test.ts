@@ -6,7 +6,7 @@ import { DEFAULT_REALTIME_SETTINGS } from './index.ts'
 
 describe('REALTIME_* settings', () => {
   test('the defaults are the documented ones, and the platform\'s own defaults for tests are the same', () => {
-    const expected = { maxMessageBytes: 6000, messagesPerSecond: 50, maxBufferedBytes: 1024 * 1024, revalidateSeconds: 30, resumeSeconds: 300, maxConnections: 10_000 }
+    const expected = { maxMessageBytes: 6000, messagesPerSecond: 50, maxBufferedBytes: 1024 * 1024, revalidateSeconds: 30, resumeSeconds: 300, maxConnections: 10_000, maxConnectionsPerClient: 1000 }
     assert.deepEqual(loadConfig({}).realtime, expected)
     assert.deepEqual(DEFAULT_REALTIME_SETTINGS, expected)
   })
@@ -14,8 +14,8 @@ describe('REALTIME_* settings', () => {
   test('every setting is read', () => {
     assert.deepEqual(loadConfig({
       REALTIME_MAX_MESSAGE_BYTES: '2048', REALTIME_MESSAGES_PER_SECOND: '10', REALTIME_MAX_BUFFERED_KB: '256',
-      REALTIME_REVALIDATE_SECONDS: '5', REALTIME_RESUME_SECONDS: '60', REALTIME_MAX_CONNECTIONS: '100',
-    }).realtime, { maxMessageBytes: 2048, messagesPerSecond: 10, maxBufferedBytes: 256 * 1024, revalidateSeconds: 5, resumeSeconds: 60, maxConnections: 100 })
+      REALTIME_REVALIDATE_SECONDS: '5', REALTIME_RESUME_SECONDS: '60', REALTIME_MAX_CONNECTIONS: '100', REALTIME_MAX_CONNECTIONS_PER_CLIENT: '7',
+    }).realtime, { maxMessageBytes: 2048, messagesPerSecond: 10, maxBufferedBytes: 256 * 1024, revalidateSeconds: 5, resumeSeconds: 60, maxConnections: 100, maxConnectionsPerClient: 7 })
   })
 
   for (const [name, value, words] of [
