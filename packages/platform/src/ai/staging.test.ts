@@ -60,6 +60,20 @@ describe('staged inline image bytes', () => {
     assert.equal(staging.bytes(), 0)
   })
 
+  test('the process holds at most maxTotalBytes over all invocations: beyond, begin is refused AI_ATTACHMENTS_BUSY (503), and room comes back as invocations end', () => {
+    const staging = createAttachmentStaging({ maxTotalBytes: 25 * MIB })
+    const first = invocation()
+    const second = invocation()
+    staging.begin(first.call, image(15 * MIB))
+    assert.throws(() => staging.begin(second.call, image(15 * MIB)), (error: any) => error.code === 'AI_ATTACHMENTS_BUSY' && error.status === 503)
+    assert.equal(staging.bytes(), 15 * MIB, 'the refused image reserved nothing')
+    staging.begin(second.call, image(10 * MIB))
+    first.end()
+    assert.equal(staging.bytes(), 10 * MIB)
+    staging.begin(invocation().call, image(15 * MIB))
+    assert.equal(staging.bytes(), 25 * MIB)
+  })
+
   test('pieces fill the declared size and no more; a call gets the bytes only once they are complete and only in its own invocation', () => {
     const staging = createAttachmentStaging()
     const own = invocation()

@@ -15,6 +15,9 @@
  * of them at once: `begin` is refused with the spec's codes (attachments.ts
  * `checkStagedImage`) before a byte is stored. They are given back when the AI call that
  * refers to them ends, and all of an invocation's when it ends, by failure or timeout too.
+ * The process holds at most `maxTotalBytes` of them over all invocations (default
+ * STAGING_MAX_TOTAL_BYTES): beyond, `begin` is refused AI_ATTACHMENTS_BUSY (503, retryable),
+ * so many invocations at once cannot fill the platform's memory with attachments.
  */
 import { randomUUID } from 'node:crypto'
 import { ServiceError } from '../lib/errors.ts'
@@ -44,6 +47,9 @@ export interface AttachmentStaging {
   bytes(): number
 }
 
+/** Staged bytes one process holds at once, over all invocations (a dozen calls at the 20 MiB limit). */
+export const STAGING_MAX_TOTAL_BYTES = 256 * 1024 * 1024
+
 interface Staged {
   readonly data: Uint8Array
   received: number
@@ -60,7 +66,8 @@ interface Held {
  * const { id } = staging.begin(call, { index: 0, size: data.byteLength, contentType: 'image/png', count: 1, inlineBytes: data.byteLength })
  * staging.chunk(call, id, data)
  */
-export function createAttachmentStaging(): AttachmentStaging {
+export function createAttachmentStaging(options: { maxTotalBytes?: number } = {}): AttachmentStaging {
+  const maxTotalBytes = options.maxTotalBytes ?? STAGING_MAX_TOTAL_BYTES
   const invocations = new Map<object, Held>()
   let total = 0
 
@@ -93,6 +100,9 @@ export function createAttachmentStaging(): AttachmentStaging {
     begin(call, declared) {
       const held = heldBy(call)
       const image = checkStagedImage(declared, { count: held.images.size, bytes: held.bytes })
+      if (total + image.size > maxTotalBytes) {
+        throw new ServiceError('AI_ATTACHMENTS_BUSY', 'The platform holds as many staged attachment bytes as it may just now; try again shortly')
+      }
       const id = randomUUID()
       held.images.set(id, { data: new Uint8Array(image.size), received: 0 })
       held.bytes += image.size
