@@ -108,6 +108,12 @@ export interface EmailSettings {
   readonly inboundHost: string
   /** INBOUND_EMAIL_MAX_KB: the largest inbound message (default 10 MiB). */
   readonly inboundMaxBytes: number
+  /**
+   * INBOUND_EMAIL_PER_HOUR: recipients an app accepts per clock hour (a message to two of its
+   * addresses counts two); past it RCPT TO answers 452, and the sender tries again later
+   * (default 1000).
+   */
+  readonly inboundPerHour: number
 }
 
 /** Managed files: local disk under SERVICE_DATA_DIR unless FILES_S3_BUCKET is set. */
@@ -315,6 +321,7 @@ function emailSettings(env: Record<string, string | undefined>, defaults: { base
     inboundPort,
     inboundHost: env.INBOUND_SMTP_HOST || defaults.host,
     inboundMaxBytes: inboundKb * 1024,
+    inboundPerHour: positive('INBOUND_EMAIL_PER_HOUR', env.INBOUND_EMAIL_PER_HOUR, 1000),
   })
 }
 

@@ -138,7 +138,7 @@ const NO_AI = Object.freeze({ baseUrl: null, apiKey: null, textModel: null, imag
 
 /** config.ts's defaults, for callers (tests) that give no email settings. */
 function defaultEmailSettings(baseUrl: URL): EmailSettings {
-  return { domain: baseUrl.hostname, maxRecipients: 50, maxMessageBytes: 512 * 1024, recipientsPerHour: 1000, inboundPort: null, inboundHost: '127.0.0.1', inboundMaxBytes: 10 * 1024 * 1024 }
+  return { domain: baseUrl.hostname, maxRecipients: 50, maxMessageBytes: 512 * 1024, recipientsPerHour: 1000, inboundPort: null, inboundHost: '127.0.0.1', inboundMaxBytes: 10 * 1024 * 1024, inboundPerHour: 1000 }
 }
 
 export function createPlatform(deps: PlatformDeps): Platform {

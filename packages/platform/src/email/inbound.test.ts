@@ -365,6 +365,35 @@ describe(`inbound email (${backend})`, () => {
   })
 })
 
+describe(`inbound email per app and hour (${backend})`, () => {
+  let h: Harness
+  let port: number
+
+  before(async () => {
+    h = await startHarness(undefined, { email: { settings: { inboundPort: 0, inboundHost: '127.0.0.1', inboundMaxBytes: MAX_BYTES, inboundPerHour: 2 } } })
+    const token = (await h.createOwner('owner@acme.test')).token
+    assert.equal((await h.request('/v1/apps', { token, json: { slug: SLUG, visibility: 'public' } })).status, 201)
+    assert.equal((await h.request(`/v1/apps/${SLUG}/deployments`, { token, json: emailBundle(SLUG, { aliases: ['support'] }) })).status, 201)
+    port = await h.platform.email.listen()
+  })
+  after(() => h?.close())
+
+  test('past INBOUND_EMAIL_PER_HOUR an app\'s recipients are answered 452 (the sender tries later) until the next hour', async () => {
+    const rcpt = async () => {
+      const session = await open(port)
+      try {
+        assert.equal((await session.reply('MAIL FROM:<ada@example.com>')).code, 250)
+        return (await session.reply(`RCPT TO:<support@${SLUG}.localhost>`)).code
+      } finally {
+        session.close()
+      }
+    }
+    assert.deepEqual([await rcpt(), await rcpt(), await rcpt()], [250, 250, 452])
+    h.clock.advance(3600_000)
+    assert.equal(await rcpt(), 250, 'a new hour')
+  })
+})
+
 describe(`synthetic inbound email in a development namespace (${backend})`, () => {
   let h: Harness
   let token: string

@@ -25,7 +25,8 @@ export interface AcceptedRecipient {
 /** A refused recipient with the SMTP reply to give. */
 export interface RefusedRecipient {
   readonly accepted: false
-  readonly code: 550 | 450
+  /** 550 no such mailbox; 450 the app is paused; 452 the app has taken as much mail as it may this hour. */
+  readonly code: 550 | 450 | 452
   readonly message: string
 }
 

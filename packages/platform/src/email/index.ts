@@ -14,6 +14,7 @@ import type { ManagedFiles } from '../files/index.ts'
 import type { FunctionHost } from '../functions/index.ts'
 import { createDeliveryWorker, EMAIL_RETENTION_MS, type DeliveryWorkerOptions } from './delivery-worker.ts'
 import { checkRecipient, storeInbound } from './inbound.ts'
+import { createRateLimiter } from '../db/rate-limit.ts'
 import { createInboundServer, type InboundServer } from './inbound-server.ts'
 import { createInboundWorker, type InboundWorkerOptions } from './inbound-worker.ts'
 import { emailOwnerRoutes } from './owner-routes.ts'
@@ -45,6 +46,8 @@ export interface AppEmailSettings {
   readonly inboundPort: number | null
   readonly inboundHost: string
   readonly inboundMaxBytes: number
+  /** INBOUND_EMAIL_PER_HOUR: recipients an app accepts per clock hour (452 past it). */
+  readonly inboundPerHour: number
 }
 
 /** Tuning a deployment (or a test) may change. */
@@ -104,6 +107,7 @@ export function createAppEmail(deps: AppEmailDeps): AppEmail {
   const delivery = createDeliveryWorker({ db, clock, logger, smtp, ...deps.delivery })
   const inbound = createInboundWorker({ db, clock, logger, host: deps.host, files: deps.files, production: deps.production, ...deps.inbound })
   const settings = deps.settings
+  const inboundLimiter = createRateLimiter({ db, clock })
   let listener: InboundServer | null = null
   let listening: Promise<number> | null = null
   let purgeTimer: ReturnType<typeof setInterval> | undefined
@@ -113,7 +117,14 @@ export function createAppEmail(deps: AppEmailDeps): AppEmail {
     if (listening === null) {
       const server = createInboundServer({
         logger, maxBytes: settings.inboundMaxBytes, name: settings.domain,
-        checkRecipient: (address) => checkRecipient({ db, emailDomain: settings.domain }, address),
+        checkRecipient: async (address) => {
+          const verdict = await checkRecipient({ db, emailDomain: settings.domain }, address)
+          if (!verdict.accepted) return verdict
+          // Anyone on the internet can send: each app takes a bounded number an hour (each
+          // becomes stored mail, files and a Function run); the sender keeps the rest for later.
+          const hit = await inboundLimiter.hit({ name: 'inbound-email:app', limit: settings.inboundPerHour, windowSeconds: 3600 }, verdict.appId)
+          return hit.allowed ? verdict : { accepted: false, code: 452, message: '4.2.2 The app has received as much mail as it may this hour; try again later' }
+        },
         store: (input) => storeInbound({ db, clock }, input),
       })
       listener = server

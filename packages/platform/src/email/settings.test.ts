@@ -7,7 +7,7 @@ describe('EMAIL_* and INBOUND_* settings', () => {
   test('by default addresses hang under the base domain, inbound SMTP is off and the limits are the documented ones', () => {
     assert.deepEqual(loadConfig({ SERVICE_BASE_URL: 'https://Example.com', SMTP_URL: 'smtp://mail.example.com:587' }).email, {
       domain: 'example.com', maxRecipients: 50, maxMessageBytes: 512 * 1024, recipientsPerHour: 1000,
-      inboundPort: null, inboundHost: '127.0.0.1', inboundMaxBytes: 10 * 1024 * 1024,
+      inboundPort: null, inboundHost: '127.0.0.1', inboundMaxBytes: 10 * 1024 * 1024, inboundPerHour: 1000,
     })
   })
 
@@ -26,11 +26,11 @@ describe('EMAIL_* and INBOUND_* settings', () => {
   test('every setting is read', () => {
     const config = loadConfig({
       EMAIL_DOMAIN: 'Mail.Example.com', EMAIL_MAX_RECIPIENTS: '5', EMAIL_MAX_MESSAGE_KB: '64', EMAIL_RECIPIENTS_PER_HOUR: '100',
-      INBOUND_SMTP_PORT: '2525', INBOUND_SMTP_HOST: '0.0.0.0', INBOUND_EMAIL_MAX_KB: '1024',
+      INBOUND_SMTP_PORT: '2525', INBOUND_SMTP_HOST: '0.0.0.0', INBOUND_EMAIL_MAX_KB: '1024', INBOUND_EMAIL_PER_HOUR: '30',
     })
     assert.deepEqual(config.email, {
       domain: 'mail.example.com', maxRecipients: 5, maxMessageBytes: 64 * 1024, recipientsPerHour: 100,
-      inboundPort: 2525, inboundHost: '0.0.0.0', inboundMaxBytes: 1024 * 1024,
+      inboundPort: 2525, inboundHost: '0.0.0.0', inboundMaxBytes: 1024 * 1024, inboundPerHour: 30,
     })
     assert.equal(loadConfig({ HOST: '10.0.0.5', INBOUND_SMTP_PORT: '25' }).email.inboundHost, '10.0.0.5')
   })
