@@ -24,8 +24,8 @@
  * `worker_replaced_for_timeout_of_another_invocation` (bystanders: the jobs dispatcher
  * returns such an attempt to waiting without counting it; HTTP callers get their 502). One
  * still queued at its timeout never started: its `timeout` carries the reason `not_started`
- * (`NotStartedTimeout`), so the dispatcher does not count that attempt either; HTTP callers
- * get the 504 of any timeout.
+ * (failures.ts), so the dispatcher does not count that attempt either; HTTP callers get the
+ * 504 of any timeout.
  *
  * Memory: every worker runs under a V8 heap limit (`maxHeapMb`) and, on Linux, a watch of
  * its resident memory (`memoryBudgetMb`, memory-watch.ts), which also counts ArrayBuffers
@@ -207,18 +207,6 @@ export class ByteResultError extends Error {
     super(`a Function's byte stream broke off after its first byte (${failure.kind})`)
     Object.defineProperty(this, 'failure', { value: failure, enumerable: false })
   }
-}
-
-/**
- * The failure of an invocation whose timeout passed while it waited for a free worker: no
- * Function code ran. It is a `timeout` (HTTP callers answer 504 FUNCTION_TIMEOUT as for any
- * timeout), with `reason: 'not_started'`, so callers that count attempts can give this one
- * back (failures.ts, `attemptNotSpent`).
- */
-export interface NotStartedTimeout {
-  readonly kind: 'timeout'
-  readonly message: string
-  readonly reason: 'not_started'
 }
 
 export type WarmResult =
@@ -648,8 +636,8 @@ export function createFunctionPool<Meta extends InvocationMeta = InvocationMeta>
   function timeOut(invocation: Invocation<Meta>, timeoutMs: number): void {
     if (invocation.state === 'queued') {
       queue = queue.filter((queued) => queued !== invocation)
-      const notStarted: NotStartedTimeout = { kind: 'timeout', message: `the invocation waited ${timeoutMs} ms for a free worker`, reason: 'not_started' }
-      finish(invocation, failed(notStarted))
+      // No Function code ran: callers that count attempts give this one back (failures.ts, attemptNotSpent).
+      finish(invocation, failed({ kind: 'timeout', message: `the invocation waited ${timeoutMs} ms for a free worker`, reason: 'not_started' }))
       return
     }
     const worker = invocation.worker
